@@ -1,0 +1,104 @@
+# Gregor - one non-recursive GNU Makefile.
+#   make run     deps + build + start the broker with config/server.properties
+#   make test    deps + build + unit and integration tests
+#   make SANITIZE=1 ...   build with AddressSanitizer + UBSan (separate build dir)
+
+CC      ?= gcc
+PYTHON  ?= /usr/bin/python3
+OPT     ?= -O2
+BUILD   ?= build
+CFLAGS  := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc -I$(BUILD)/gen -MMD -MP
+LDLIBS  := -lisal -lpthread
+
+ifeq ($(SANITIZE),1)
+BUILD   := build-san
+CFLAGS  := -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc -I$(BUILD)/gen -MMD -MP \
+           -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+GEN_H    := $(BUILD)/gen/proto_msgs.h
+GEN_C    := $(BUILD)/gen/proto_msgs.c
+SCHEMAS  := $(wildcard src/proto/schema/*.api)
+
+LIB_SRC  := $(filter-out src/broker/main.c,$(wildcard src/util/*.c src/proto/*.c src/net/*.c src/log/*.c src/coord/*.c src/broker/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/proto_msgs.o
+BROKER   := $(BUILD)/bin/gregor
+
+TOOL_LIB_SRC := $(wildcard tools/lib/*.c)
+TOOL_LIB_OBJ := $(TOOL_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+TOOL_SRC := $(wildcard tools/*.c)
+TOOLS    := $(TOOL_SRC:tools/%.c=$(BUILD)/bin/%)
+EXAMPLE_SRC := $(wildcard examples/*.c)
+EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/bin/%)
+ITEST_C_SRC := $(wildcard tests/integration/*.c)
+ITEST_C  := $(ITEST_C_SRC:tests/integration/%.c=$(BUILD)/bin/itest/%)
+
+UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
+UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/bin/unit/%,$(UNIT_SRC))
+
+.PHONY: all deps run test unit integration clean style install bench fuzz
+all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS)
+
+deps:
+	@sh mk/deps.sh
+
+$(GEN_H) $(GEN_C): src/proto/gen.py $(SCHEMAS)
+	@mkdir -p $(BUILD)/gen
+	$(PYTHON) src/proto/gen.py src/proto/schema $(BUILD)/gen
+
+$(BUILD)/obj/gen/proto_msgs.o: $(GEN_C) $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BROKER): $(BUILD)/obj/src/broker/main.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/bin/unit/%: tests/unit/%.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB_OBJ) -o $@ $(LDLIBS) -lcmocka
+
+$(BUILD)/bin/%: tools/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -lpthread -lm
+
+$(BUILD)/bin/%: examples/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -lsqlite3 -lpthread -lm
+
+$(BUILD)/bin/itest/%: tests/integration/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -lpthread -lm
+
+run: deps $(BROKER)
+	@mkdir -p data
+	$(BROKER) config/server.properties
+
+unit: $(UNITS)
+	@sh mk/run-unit.sh $(UNITS)
+
+integration: all
+	@BUILD=$(BUILD) sh tests/integration/run.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory integration
+
+style:
+	clang-format --dry-run -Werror $(LIB_SRC) src/broker/main.c
+
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BROKER) $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

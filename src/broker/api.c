@@ -1,0 +1,197 @@
+/*
+ * api.c - the request pipeline: header, version check, decode, handler,
+ * encode (see api.h), and the ApiKey -> handler table.
+ *
+ * Kafka's rules for what cannot be served: an ApiVersions request of an
+ * unknown version is answered in v0 form with UNSUPPORTED_VERSION and the
+ * ApiVersions range (never a closed socket: librdkafka would retry forever);
+ * an unknown API key, an unsupported version of any other API or a body
+ * that does not parse closes that connection only.
+ */
+#include "broker/api.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/broker.h"
+#include "broker/handlers.h"
+#include "proto/kerr.h"
+#include "util/log.h"
+
+const struct api_entry api_table[API_COUNT] = {
+	[API_Produce] = { h_produce, 0, 8 },
+	[API_Fetch] = { h_fetch, 4, 11 },
+	[API_ListOffsets] = { h_list_offsets, 1, 7 },
+	[API_Metadata] = { h_metadata, 0, 8 },
+	[API_ApiVersions] = { h_api_versions, 0, 3 },
+	[API_CreateTopics] = { h_create_topics, 0, 4 },
+	[API_DeleteTopics] = { h_delete_topics, 0, 3 },
+	[API_DeleteRecords] = { h_delete_records, 0, 1 },
+	[API_DescribeConfigs] = { h_describe_configs, 0, 2 },
+	[API_AlterConfigs] = { h_alter_configs, 0, 1 },
+	[API_CreatePartitions] = { h_create_partitions, 0, 1 },
+	[API_IncrementalAlterConfigs] = { h_incremental_alter_configs, 0, 1 },
+};
+
+extern struct broker *api_broker; /* set by server.c */
+
+void *req_alloc(struct req *rq, size_t count, size_t size)
+{
+	void *p = arena_calloc(&rq->arena, count ? count : 1, size);
+
+	if (!p) {
+		log_error("out of memory allocating %zu x %zu bytes for a request", count, size);
+		abort();
+	}
+	return p;
+}
+
+static void req_free(struct req *rq)
+{
+	if (rq->on_free)
+		rq->on_free(rq);
+	conn_put(rq->c);
+	arena_release(&rq->arena);
+	free(rq->frame);
+	free(rq);
+}
+
+void req_reset_out(struct req *rq)
+{
+	const struct proto_api *pa = &proto_apis[rq->hdr.api_key];
+
+	memset(rq->out, 0, pa->resp_size);
+	pa->resp_init(rq->out);
+}
+
+static void req_send(struct req *rq, struct wr *w)
+{
+	if (w->err) {
+		log_error("%s: out of memory encoding a response", conn_peer(rq->c));
+		conn_close(rq->c, "response encoding failed");
+		wr_release(w);
+		return;
+	}
+	wr_patch_i32(w, 0, (int32_t)(wr_total(w) - 4));
+	conn_slot_done(rq->c, rq->slot, w);
+	wr_release(w);
+}
+
+void req_reply(struct req *rq)
+{
+	const struct proto_api *pa = &proto_apis[rq->hdr.api_key];
+	struct wr w;
+
+	wr_init(&w);
+	header_write_response(&w, rq->hdr.api_key, rq->hdr.api_version, rq->hdr.correlation_id);
+	pa->resp_encode(&w, rq->hdr.api_version, rq->out);
+	req_send(rq, &w);
+	req_free(rq);
+}
+
+void req_noreply(struct req *rq)
+{
+	conn_slot_done(rq->c, rq->slot, NULL);
+	req_free(rq);
+}
+
+/* ApiVersions of a version we do not know: v0 body, UNSUPPORTED_VERSION. */
+static void req_reply_apiversions_unsupported(struct req *rq)
+{
+	struct ApiVersionsResponse resp;
+	struct ApiVersion key = {
+		.ApiKey = API_ApiVersions,
+		.MinVersion = api_table[API_ApiVersions].min,
+		.MaxVersion = api_table[API_ApiVersions].max,
+	};
+	struct wr w;
+
+	ApiVersionsResponse_init(&resp);
+	resp.ErrorCode = KERR_UNSUPPORTED_VERSION;
+	resp.ApiKeys.v = &key;
+	resp.ApiKeys.n = 1;
+	wr_init(&w);
+	header_write_response(&w, API_ApiVersions, 0, rq->hdr.correlation_id);
+	ApiVersionsResponse_encode(&w, 0, &resp);
+	req_send(rq, &w);
+	req_free(rq);
+}
+
+static bool req_api_ok(const struct req_header *h)
+{
+	return h->api_key >= 0 && h->api_key < API_COUNT && api_table[h->api_key].handler &&
+	       h->api_version >= api_table[h->api_key].min && h->api_version <= api_table[h->api_key].max;
+}
+
+static void req_reject(struct req *rq, const char *why)
+{
+	log_warn("%s: %s (api key %d version %d, client '%.*s')", conn_peer(rq->c), why,
+		 rq->hdr.api_key, rq->hdr.api_version, rq->hdr.client_id.len > 0 ? rq->hdr.client_id.len : 0,
+		 rq->hdr.client_id.p ? rq->hdr.client_id.p : "");
+	conn_slot_done(rq->c, rq->slot, NULL);
+	conn_close(rq->c, why);
+	req_free(rq);
+}
+
+static void req_run(struct req *rq, struct rd *r)
+{
+	const struct proto_api *pa = &proto_apis[rq->hdr.api_key];
+	int res;
+
+	rq->in = req_alloc(rq, 1, pa->req_size);
+	rq->out = req_alloc(rq, 1, pa->resp_size);
+	if (pa->req_decode(r, &rq->arena, rq->hdr.api_version, rq->in) < 0) {
+		req_reject(rq, "malformed request body");
+		return;
+	}
+	pa->resp_init(rq->out);
+	log_debug(LOGC_PROTO, "proto", "%s: %s v%d corr %d", conn_peer(rq->c), pa->name,
+		  rq->hdr.api_version, rq->hdr.correlation_id);
+	res = api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out);
+	switch (res) {
+	case H_REPLY:
+		req_reply(rq);
+		break;
+	case H_NOREPLY:
+		req_noreply(rq);
+		break;
+	case H_CLOSE:
+		req_reject(rq, "request refused");
+		break;
+	case H_PARKED:
+		break;
+	}
+}
+
+void api_on_request(struct conn *c, struct conn_slot *slot, uint8_t *frame, int32_t len)
+{
+	struct req *rq = calloc(1, sizeof(*rq));
+	struct rd r;
+
+	if (!rq) {
+		free(frame);
+		conn_slot_done(c, slot, NULL);
+		conn_close(c, "out of memory");
+		return;
+	}
+	rq->b = api_broker;
+	rq->c = conn_get(c);
+	rq->slot = slot;
+	rq->frame = frame;
+	rq->frame_len = len;
+	arena_init(&rq->arena, 0);
+	loop_timer_init(&rq->timer, NULL);
+	rd_init(&r, frame, (size_t)len);
+	if (header_decode(&r, &rq->hdr) < 0) {
+		req_reject(rq, "malformed request header");
+		return;
+	}
+	if (!req_api_ok(&rq->hdr)) {
+		if (rq->hdr.api_key == API_ApiVersions)
+			req_reply_apiversions_unsupported(rq);
+		else
+			req_reject(rq, "unsupported api key or version");
+		return;
+	}
+	req_run(rq, &r);
+}

@@ -1,0 +1,37 @@
+/*
+ * broker.h - the broker process: configuration, event loop, listener,
+ * topic registry, the fsync group-commit thread and the parked requests.
+ * One struct broker per process; handlers reach it through rq->b.
+ */
+#ifndef GREGOR_BROKER_BROKER_H
+#define GREGOR_BROKER_BROKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "broker/config.h"
+#include "net/loop.h"
+
+struct registry;
+struct syncer;
+struct req;
+
+struct broker {
+	struct broker_cfg cfg;
+	struct loop *loop;
+	struct registry *reg;
+	struct syncer *syncer;
+	struct loop_io listen_io;
+	char host[256];        /* advertised host */
+	int32_t port;          /* advertised port */
+	char cluster_id[64];
+	int32_t node_id;
+	bool appended;         /* something was appended during this loop iteration */
+	struct req *fetch_waiters; /* parked long-poll fetches */
+	struct loop_timer housekeeping;
+};
+
+/* Wakes parked fetches after appends; called at the end of each loop iteration. */
+void broker_after_events(void *arg);
+
+#endif

@@ -1,0 +1,512 @@
+/*
+ * config.c - the broker's settings table and command line (see config.h).
+ *
+ * The table below is the only description of a broker setting.  Keys
+ * follow Kafka (KafkaConfig) in name, type, default and range, except where
+ * a doc string says otherwise; keys that only matter to a cluster are
+ * accepted so that a stock Kafka server.properties loads unchanged, and
+ * their doc says "Accepted, no effect on a single node".
+ */
+#include "broker/config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/topic_config.h"
+#include "util/log.h"
+
+#define F(fld) offsetof(struct broker_cfg, fld)
+#define I32MAX INT32_MAX
+#define I64MAX INT64_MAX
+#define BOOL(n, fld, d, dyn, doc) { n, CONF_BOOL, F(fld), 0, 0, d, dyn, doc, NULL }
+#define I32(n, fld, lo, hi, d, dyn, doc) { n, CONF_INT32, F(fld), lo, hi, d, dyn, doc, NULL }
+#define I64(n, fld, lo, hi, d, dyn, doc) { n, CONF_INT64, F(fld), lo, hi, d, dyn, doc, NULL }
+#define STR(n, fld, d, dyn, doc) { n, CONF_STRING, F(fld), 0, 0, d, dyn, doc, NULL }
+#define LIST(n, fld, d, dyn, doc) { n, CONF_LIST, F(fld), 0, 0, d, dyn, doc, NULL }
+#define ENUM(n, fld, vals, d, dyn, doc) { n, CONF_ENUM, F(fld), 0, 0, d, dyn, doc, vals }
+
+#define NOEFFECT "Accepted, no effect on a single node."
+#define IGNORED "Accepted for compatibility with Kafka's server.properties; ignored."
+
+static const struct conf_def defs[] = {
+	/* identity and listeners */
+	I32("node.id", node_id, 0, I32MAX, "0", false,
+	    "This broker's id, reported in Metadata and FindCoordinator."),
+	I32("broker.id", broker_id, -1, I32MAX, "-1", false,
+	    "Old name of `node.id`; if both are given they must be equal."),
+	STR("cluster.id", cluster_id, "", false,
+	    "Cluster id reported in Metadata; empty lets the broker generate one."),
+	LIST("listeners", listeners, "PLAINTEXT://127.0.0.1:9092", false,
+	     "Comma separated `NAME://host:port` addresses to listen on; an empty host means all interfaces."),
+	LIST("advertised.listeners", advertised_listeners, NULL, false,
+	     "Addresses given to clients in Metadata; null or empty means the same as `listeners`."),
+	STR("broker.rack", broker_rack, NULL, false, "Rack of this broker, reported in Metadata."),
+	/* log layout */
+	LIST("log.dirs", log_dirs, "./data", false,
+	     "Directories holding the partition logs (`<topic>-<partition>/`)."),
+	STR("log.dir", log_dir, NULL, false, "Single-directory form of `log.dirs`, used only when `log.dirs` is not given."),
+	I32("num.partitions", num_partitions, 1, 1000000, "1", true,
+	    "Partitions of an automatically created topic, and of CreateTopics with NumPartitions -1."),
+	I32("default.replication.factor", default_replication_factor, 1, 32767, "1", true,
+	    "Replication factor of automatically created topics (only 1 is possible on a single node)."),
+	BOOL("auto.create.topics.enable", auto_create_topics_enable, "true", false,
+	     "Create a topic when a client produces to or asks Metadata for one that does not exist."),
+	BOOL("delete.topic.enable", delete_topic_enable, "true", false,
+	     "Allow DeleteTopics; when false it answers TOPIC_DELETION_DISABLED."),
+	/* limits and sockets */
+	I32("message.max.bytes", message_max_bytes, 0, I32MAX, "1048588", true,
+	    "Largest record batch accepted (after compression); default for the topic config `max.message.bytes`."),
+	I32("socket.request.max.bytes", socket_request_max_bytes, 1, I32MAX, "104857600", false,
+	    "Largest request frame; a bigger size field closes the connection."),
+	I32("socket.send.buffer.bytes", socket_send_buffer_bytes, -1, I32MAX, "-1", true,
+	    "SO_SNDBUF of client sockets; -1 leaves the OS default and its auto-tuning (Kafka's default is 102400)."),
+	I32("socket.receive.buffer.bytes", socket_receive_buffer_bytes, -1, I32MAX, "-1", true,
+	    "SO_RCVBUF of client sockets; -1 leaves the OS default and its auto-tuning (Kafka's default is 102400)."),
+	I32("socket.listen.backlog.size", socket_listen_backlog_size, 1, I32MAX, "50", false,
+	    "listen(2) backlog of each listener."),
+	I32("max.connections", max_connections, 0, I32MAX, "2147483647", true,
+	    "Most client connections at once; further connections are accepted and closed."),
+	I32("max.connections.per.ip", max_connections_per_ip, 0, I32MAX, "2147483647", true,
+	    "Most connections from one IP address."),
+	I64("queued.max.request.bytes", queued_max_request_bytes, -1, I64MAX, "-1", false,
+	    "Bytes of requests read but not yet answered, over all connections; past it the broker stops reading "
+	    "sockets until replies drain. -1: no global limit (per-connection limits still apply)."),
+	I32("queued.max.requests", queued_max_requests, 1, I32MAX, "500", false,
+	    "Requests read but not yet answered on one connection before the broker stops reading from it."),
+	I64("connections.max.idle.ms", connections_max_idle_ms, -1, I64MAX, "600000", false,
+	    "Close client connections idle this long; -1 never."),
+	/* segments, retention, indexes */
+	I32("log.segment.bytes", log_segment_bytes, 14, I32MAX, "1073741824", true,
+	    "Size at which a segment is rolled; default for the topic config `segment.bytes`."),
+	I64("log.roll.ms", log_roll_ms, 1, I64MAX, NULL, true,
+	    "Age at which a segment is rolled even if not full; when null `log.roll.hours` is used."),
+	I32("log.roll.hours", log_roll_hours, 1, I32MAX, "168", true,
+	    "Segment roll age in hours, used when `log.roll.ms` is null."),
+	I64("log.roll.jitter.ms", log_roll_jitter_ms, 0, I64MAX, NULL, true,
+	    "Random jitter subtracted from the roll age; when null `log.roll.jitter.hours` is used."),
+	I32("log.roll.jitter.hours", log_roll_jitter_hours, 0, I32MAX, "0", true,
+	    "Roll jitter in hours, used when `log.roll.jitter.ms` is null."),
+	I64("log.retention.ms", log_retention_ms, -1, I64MAX, NULL, true,
+	    "Delete segments whose newest record is older than this; -1 keeps them forever. "
+	    "Precedence: `log.retention.ms`, then `log.retention.minutes`, then `log.retention.hours`."),
+	I32("log.retention.minutes", log_retention_minutes, -1, I32MAX, NULL, true,
+	    "Retention in minutes, used when `log.retention.ms` is null."),
+	I32("log.retention.hours", log_retention_hours, -1, I32MAX, "168", true,
+	    "Retention in hours, used when `log.retention.ms` and `log.retention.minutes` are null."),
+	I64("log.retention.bytes", log_retention_bytes, -1, I64MAX, "-1", true,
+	    "Delete oldest segments while a partition is larger than this; -1 no size limit."),
+	I64("log.retention.check.interval.ms", log_retention_check_interval_ms, 1, I64MAX, "300000", false,
+	    "How often retention is applied."),
+	I32("log.index.interval.bytes", log_index_interval_bytes, 0, I32MAX, "4096", true,
+	    "Bytes of log between two offset/time index entries."),
+	I32("log.index.size.max.bytes", log_index_size_max_bytes, 4, I32MAX, "10485760", true,
+	    "Largest offset or time index file; a full index rolls the segment."),
+	I64("log.segment.delete.delay.ms", log_segment_delete_delay_ms, 0, I64MAX, "60000", true,
+	    "Delay between unlinking a deleted segment from the log and removing its files."),
+	BOOL("log.preallocate", log_preallocate, "false", true,
+	     "Preallocate segment files at roll (fallocate)."),
+	ENUM("log.cleanup.policy", log_cleanup_policy, CONFIG_CLEANUP_VALUES, "delete", true,
+	     "Default topic `cleanup.policy`."),
+	BOOL("log.cleaner.enable", log_cleaner_enable, "true", false,
+	     "Run the log cleaner for compacted topics."),
+	I32("log.cleaner.threads", log_cleaner_threads, 0, I32MAX, "1", true, IGNORED),
+	I64("log.cleaner.delete.retention.ms", log_cleaner_delete_retention_ms, 0, I64MAX, "86400000", true,
+	    "Default topic `delete.retention.ms` (how long tombstones are kept in compacted topics)."),
+	I64("log.cleaner.min.compaction.lag.ms", log_cleaner_min_compaction_lag_ms, 0, I64MAX, "0", true,
+	    "Default topic `min.compaction.lag.ms`."),
+	I64("log.cleaner.max.compaction.lag.ms", log_cleaner_max_compaction_lag_ms, 1, I64MAX,
+	    "9223372036854775807", true, "Default topic `max.compaction.lag.ms`."),
+	STR("log.cleaner.min.cleanable.ratio", log_cleaner_min_cleanable_ratio, "0.5", true,
+	    "Default topic `min.cleanable.dirty.ratio` (a number between 0 and 1)."),
+	/* flush */
+	I64("log.flush.interval.messages", log_flush_interval_messages, 1, I64MAX, "9223372036854775807", true,
+	    "Force an fsync after this many messages. With the default nothing but acks=all forces a sync: "
+	    "acks=all waits for the data to be on stable storage (group-committed)."),
+	I64("log.flush.interval.ms", log_flush_interval_ms, -1, I64MAX, "-1", true,
+	    "Force an fsync when unflushed data is this old; -1 not set (only acks=all forces a sync)."),
+	I64("log.flush.scheduler.interval.ms", log_flush_scheduler_interval_ms, 0, I64MAX,
+	    "9223372036854775807", false, IGNORED),
+	I32("log.flush.offset.checkpoint.interval.ms", log_flush_offset_checkpoint_interval_ms, 0, I32MAX,
+	    "60000", false, "How often the recovery-point checkpoint is written."),
+	I32("log.flush.start.offset.checkpoint.interval.ms", log_flush_start_offset_checkpoint_interval_ms, 0,
+	    I32MAX, "60000", false, "How often the log-start-offset checkpoint is written."),
+	/* messages */
+	ENUM("log.message.timestamp.type", log_message_timestamp_type, CONFIG_TS_VALUES, "CreateTime", true,
+	     "Default topic `message.timestamp.type`: keep the producer's timestamps, or stamp batches with the "
+	     "broker's time on append."),
+	I64("log.message.timestamp.difference.max.ms", log_message_timestamp_difference_max_ms, 0, I64MAX,
+	    "9223372036854775807", true, "Default topic `message.timestamp.difference.max.ms`."),
+	I64("log.message.timestamp.before.max.ms", log_message_timestamp_before_max_ms, 0, I64MAX,
+	    "9223372036854775807", true, "Default topic `message.timestamp.before.max.ms`."),
+	I64("log.message.timestamp.after.max.ms", log_message_timestamp_after_max_ms, 0, I64MAX,
+	    "9223372036854775807", true, "Default topic `message.timestamp.after.max.ms`."),
+	BOOL("log.message.downconversion.enable", log_message_downconversion_enable, "true", true,
+	     "Accepted; Gregor stores and serves record batch v2 only."),
+	STR("log.message.format.version", log_message_format_version, "3.0-IV1", false,
+	    "Accepted; Gregor writes record batch v2 (message format 2) only."),
+	ENUM("compression.type", compression_type, CONFIG_COMPRESSION_VALUES, "producer", true,
+	     "Default topic `compression.type`; Gregor stores batches as the producer sent them."),
+	/* replication */
+	I32("min.insync.replicas", min_insync_replicas, 1, I32MAX, "1", true,
+	    "Default topic `min.insync.replicas`; on a single node only 1 can be met."),
+	BOOL("unclean.leader.election.enable", unclean_leader_election_enable, "false", true, NOEFFECT),
+	BOOL("auto.leader.rebalance.enable", auto_leader_rebalance_enable, "true", false, NOEFFECT),
+	I32("num.replica.fetchers", num_replica_fetchers, 1, I32MAX, "1", true, NOEFFECT),
+	I64("replica.lag.time.max.ms", replica_lag_time_max_ms, 0, I64MAX, "30000", false, NOEFFECT),
+	/* consumer groups */
+	I32("offsets.topic.num.partitions", offsets_topic_num_partitions, 1, I32MAX, "50", false,
+	    "Partitions of `__consumer_offsets` (fixed once the topic exists)."),
+	I32("offsets.topic.replication.factor", offsets_topic_replication_factor, 1, 32767, "1", false,
+	    NOEFFECT " (Kafka's default is 3.)"),
+	I32("offsets.topic.segment.bytes", offsets_topic_segment_bytes, 1, I32MAX, "104857600", false,
+	    "Segment size of `__consumer_offsets`."),
+	I32("offsets.retention.minutes", offsets_retention_minutes, 1, I32MAX, "10080", false,
+	    "Committed offsets of a group with no members are deleted after this long."),
+	I64("offsets.retention.check.interval.ms", offsets_retention_check_interval_ms, 1, I64MAX, "600000", false,
+	    "How often expired committed offsets are removed."),
+	I32("offsets.commit.timeout.ms", offsets_commit_timeout_ms, 1, I32MAX, "5000", false,
+	    "Longest an OffsetCommit waits for its write to `__consumer_offsets` to be durable."),
+	I32("group.initial.rebalance.delay.ms", group_initial_rebalance_delay_ms, 0, I32MAX, "3000", false,
+	    "How long the first rebalance of an empty group waits for more members to join."),
+	I32("group.min.session.timeout.ms", group_min_session_timeout_ms, 0, I32MAX, "6000", false,
+	    "Smallest session.timeout.ms a consumer may ask for (INVALID_SESSION_TIMEOUT below it)."),
+	I32("group.max.session.timeout.ms", group_max_session_timeout_ms, 0, I32MAX, "1800000", false,
+	    "Largest session.timeout.ms a consumer may ask for."),
+	I32("group.max.size", group_max_size, 1, I32MAX, "2147483647", false,
+	    "Most members in one consumer group (GROUP_MAX_SIZE_REACHED beyond)."),
+	/* transactions and idempotence */
+	I32("transaction.max.timeout.ms", transaction_max_timeout_ms, 1, I32MAX, "900000", false,
+	    "Largest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)."),
+	I32("transactional.id.expiration.ms", transactional_id_expiration_ms, 1, I32MAX, "604800000", false,
+	    "A transactional id with no transaction for this long is forgotten."),
+	I32("producer.id.expiration.ms", producer_id_expiration_ms, 1, I32MAX, "86400000", true,
+	    "Idempotent producer state of a producer id silent for this long is dropped."),
+	I32("transaction.state.log.num.partitions", transaction_state_log_num_partitions, 1, I32MAX, "50", false,
+	    "Partitions of `__transaction_state` (fixed once the topic exists)."),
+	I32("transaction.state.log.replication.factor", transaction_state_log_replication_factor, 1, 32767, "1",
+	    false, NOEFFECT " (Kafka's default is 3.)"),
+	I32("transaction.state.log.min.isr", transaction_state_log_min_isr, 1, I32MAX, "1", false,
+	    NOEFFECT " (Kafka's default is 2.)"),
+	I32("transaction.state.log.segment.bytes", transaction_state_log_segment_bytes, 1, I32MAX, "104857600",
+	    false, "Segment size of `__transaction_state`."),
+	I32("transaction.abort.timed.out.transaction.cleanup.interval.ms",
+	    transaction_abort_timed_out_transaction_cleanup_interval_ms, 1, I32MAX, "10000", false,
+	    "How often transactions past their timeout are aborted."),
+	I32("transaction.remove.expired.transaction.cleanup.interval.ms",
+	    transaction_remove_expired_transaction_cleanup_interval_ms, 1, I32MAX, "3600000", false,
+	    "How often expired transactional ids are removed."),
+	/* threads */
+	I32("num.network.threads", num_network_threads, 1, I32MAX, "3", true, IGNORED),
+	I32("num.io.threads", num_io_threads, 1, I32MAX, "8", true, IGNORED),
+	I32("num.recovery.threads.per.data.dir", num_recovery_threads_per_data_dir, 1, I32MAX, "1", true, IGNORED),
+	I32("background.threads", background_threads, 1, I32MAX, "10", true, IGNORED),
+	/* cluster */
+	STR("zookeeper.connect", zookeeper_connect, NULL, false, NOEFFECT " (Cluster mode will use it.)"),
+	I32("zookeeper.connection.timeout.ms", zookeeper_connection_timeout_ms, 0, I32MAX, "18000", false,
+	    NOEFFECT),
+	I32("zookeeper.session.timeout.ms", zookeeper_session_timeout_ms, 0, I32MAX, "18000", false, NOEFFECT),
+	LIST("process.roles", process_roles, "", false, NOEFFECT " (KRaft)"),
+	LIST("controller.quorum.voters", controller_quorum_voters, "", false, NOEFFECT " (KRaft)"),
+	LIST("controller.quorum.bootstrap.servers", controller_quorum_bootstrap_servers, "", false,
+	     NOEFFECT " (KRaft)"),
+	LIST("controller.listener.names", controller_listener_names, NULL, false, NOEFFECT " (KRaft)"),
+	STR("inter.broker.listener.name", inter_broker_listener_name, NULL, false, NOEFFECT),
+	LIST("listener.security.protocol.map", listener_security_protocol_map,
+	     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", false,
+	     "Listener name to security protocol; Gregor serves PLAINTEXT only for now."),
+	STR("security.inter.broker.protocol", security_inter_broker_protocol, "PLAINTEXT", false, NOEFFECT),
+	I32("share.coordinator.state.topic.replication.factor", share_coordinator_state_topic_replication_factor,
+	    1, 32767, "1", false, NOEFFECT),
+	I32("share.coordinator.state.topic.min.isr", share_coordinator_state_topic_min_isr, 1, I32MAX, "1",
+	    false, NOEFFECT),
+	/* diagnostics */
+	LIST("log.debug", log_debug, "", true,
+	     "Debug log categories: `net`, `proto`, `log`, `group`, `txn`, `broker` or `all`."),
+};
+
+_Static_assert(sizeof(defs) / sizeof(defs[0]) <= CONFIG_NKEYS_MAX, "raise CONFIG_NKEYS_MAX");
+
+static const struct conf_table table = {
+	.defs = defs,
+	.ndefs = sizeof(defs) / sizeof(defs[0]),
+	.set_offset = offsetof(struct broker_cfg, set),
+	.has_set = true,
+};
+
+const struct conf_table *config_table(void)
+{
+	return &table;
+}
+
+int config_init(struct broker_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	return conf_defaults(&table, cfg);
+}
+
+void config_release(struct broker_cfg *cfg)
+{
+	conf_release(&table, cfg);
+}
+
+int config_load(struct broker_cfg *cfg, const char *path, char *err, size_t errlen)
+{
+	return conf_load_file(&table, cfg, path, err, errlen);
+}
+
+int config_set(struct broker_cfg *cfg, const char *key, const char *value, char *err, size_t errlen)
+{
+	return conf_set(&table, cfg, key, value, err, errlen);
+}
+
+bool config_is_set(const struct broker_cfg *cfg, const char *key)
+{
+	return conf_is_set(&table, cfg, key);
+}
+
+int config_get(const struct broker_cfg *cfg, const char *key, char *buf, size_t n, int *source)
+{
+	int rc = conf_get(&table, cfg, key, buf, n);
+
+	if (source)
+		*source = rc < 0 ? CONFIG_SOURCE_UNKNOWN
+			: config_is_set(cfg, key) ? CONFIG_SOURCE_STATIC_BROKER : CONFIG_SOURCE_DEFAULT;
+	return rc;
+}
+
+int config_kafka_type(const struct conf_def *d)
+{
+	switch (d->type) {
+	case CONF_BOOL: return CONFIG_KTYPE_BOOLEAN;
+	case CONF_INT32: return CONFIG_KTYPE_INT;
+	case CONF_INT64: return CONFIG_KTYPE_LONG;
+	case CONF_LIST: return CONFIG_KTYPE_LIST;
+	case CONF_STRING:
+	case CONF_ENUM: return CONFIG_KTYPE_STRING;
+	}
+	return CONFIG_KTYPE_UNKNOWN;
+}
+
+int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen)
+{
+	bool node_set = config_is_set(cfg, "node.id"), broker_set = config_is_set(cfg, "broker.id");
+
+	if (broker_set && cfg->broker_id < 0) {
+		snprintf(err, errlen, "broker.id must be at least 0 (automatic broker ids are not supported)");
+		return -EINVAL;
+	}
+	if (node_set && broker_set && cfg->node_id != cfg->broker_id) {
+		snprintf(err, errlen, "broker.id (%d) and node.id (%d) differ", cfg->broker_id, cfg->node_id);
+		return -EINVAL;
+	}
+	if (broker_set)
+		cfg->node_id = cfg->broker_id;
+	cfg->broker_id = cfg->node_id;
+	if (!config_is_set(cfg, "log.dirs") && cfg->log_dir) {
+		char *d = strdup(cfg->log_dir);
+
+		if (!d)
+			return -ENOMEM;
+		free(cfg->log_dirs); cfg->log_dirs = d;
+	}
+	if (!cfg->log_dirs || !*cfg->log_dirs) {
+		snprintf(err, errlen, "log.dirs is empty");
+		return -EINVAL;
+	}
+	if (cfg->group_min_session_timeout_ms > cfg->group_max_session_timeout_ms) {
+		snprintf(err, errlen, "group.min.session.timeout.ms (%d) is above group.max.session.timeout.ms (%d)",
+			 cfg->group_min_session_timeout_ms, cfg->group_max_session_timeout_ms);
+		return -EINVAL;
+	}
+	if (log_set_debug(cfg->log_debug ? cfg->log_debug : "")) {
+		snprintf(err, errlen, "invalid value '%s' for 'log.debug': expected a list of net, proto, log, "
+			 "group, txn, broker or all", cfg->log_debug);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int64_t config_retention_ms(const struct broker_cfg *cfg)
+{
+	int64_t ms;
+
+	if (cfg->log_retention_ms != CONF_UNSET64)
+		ms = cfg->log_retention_ms;
+	else if (cfg->log_retention_minutes != CONF_UNSET32)
+		ms = (int64_t)cfg->log_retention_minutes * 60 * 1000;
+	else
+		ms = (int64_t)cfg->log_retention_hours * 60 * 60 * 1000;
+	return ms < 0 ? -1 : ms;
+}
+
+int64_t config_roll_ms(const struct broker_cfg *cfg)
+{
+	if (cfg->log_roll_ms != CONF_UNSET64)
+		return cfg->log_roll_ms;
+	return (int64_t)cfg->log_roll_hours * 60 * 60 * 1000;
+}
+
+int64_t config_roll_jitter_ms(const struct broker_cfg *cfg)
+{
+	if (cfg->log_roll_jitter_ms != CONF_UNSET64)
+		return cfg->log_roll_jitter_ms;
+	return (int64_t)cfg->log_roll_jitter_hours * 60 * 60 * 1000;
+}
+
+const char *config_advertised_listeners(const struct broker_cfg *cfg)
+{
+	if (cfg->advertised_listeners && *cfg->advertised_listeners)
+		return cfg->advertised_listeners;
+	return cfg->listeners;
+}
+
+/* ---- command line ---- */
+
+void config_usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"usage: %s [--help] [--version] [--print-config-doc] [server.properties]\n"
+		"       %*s [--override key=value ...]\n"
+		"\n"
+		"Starts a broker speaking the Apache Kafka protocol.\n"
+		"  server.properties        settings in Kafka's names (see docs/configuration.md)\n"
+		"  --override key=value     set one setting; wins over the file (repeatable)\n"
+		"  --print-config-doc       print the settings reference (markdown) and exit\n"
+		"  --version                print the version and exit\n"
+		"  --help                   print this help and exit\n",
+		prog, (int)strlen(prog), "");
+}
+
+static int args_fail(const char *prog, const char *msg)
+{
+	fprintf(stderr, "%s: %s\n", prog, msg);
+	config_usage(stderr, prog);
+	return 2;
+}
+
+/* Validates the arguments; OUT: the file argument (or NULL). */
+static int args_scan(int argc, char **argv, const char **path, int *exit_code)
+{
+	const char *prog = argc > 0 ? argv[0] : "gregor";
+	char msg[512];
+
+	*path = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			config_usage(stdout, prog);
+			*exit_code = 0;
+			return 1;
+		} else if (!strcmp(a, "--version")) {
+			printf("gregor %s\n", GREGOR_VERSION);
+			*exit_code = 0;
+			return 1;
+		} else if (!strcmp(a, "--print-config-doc")) {
+			*exit_code = config_write_doc(stdout) ? 1 : 0;
+			return 1;
+		} else if (!strcmp(a, "--override")) {
+			if (++i >= argc) {
+				*exit_code = args_fail(prog, "--override needs a key=value argument");
+				return 1;
+			}
+		} else if (!strncmp(a, "--override=", 11)) {
+			continue;
+		} else if (a[0] == '-' && a[1]) {
+			snprintf(msg, sizeof(msg), "unknown option '%s'", a);
+			*exit_code = args_fail(prog, msg);
+			return 1;
+		} else if (*path) {
+			snprintf(msg, sizeof(msg), "more than one config file ('%s' and '%s')", *path, a);
+			*exit_code = args_fail(prog, msg);
+			return 1;
+		} else {
+			*path = a;
+		}
+	}
+	return 0;
+}
+
+static int args_apply_overrides(int argc, char **argv, struct broker_cfg *cfg, char *err, size_t errlen)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *kv = NULL;
+		char msg[512];
+		int rc;
+
+		if (!strcmp(argv[i], "--override"))
+			kv = argv[++i];
+		else if (!strncmp(argv[i], "--override=", 11))
+			kv = argv[i] + 11;
+		if (!kv)
+			continue;
+		rc = conf_apply(&table, cfg, kv, msg, sizeof(msg));
+		if (rc) {
+			snprintf(err, errlen, "--override %s: %s", kv, msg);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int config_parse_args(int argc, char **argv, struct broker_cfg *cfg, const char **out_config_path)
+{
+	const char *prog = argc > 0 ? argv[0] : "gregor";
+	const char *path = NULL;
+	char err[1024];
+	int code = 0;
+
+	if (out_config_path)
+		*out_config_path = NULL;
+	if (args_scan(argc, argv, &path, &code))
+		return code;
+	if (config_init(cfg))
+		goto out_nomem;
+	if (path && config_load(cfg, path, err, sizeof(err)))
+		goto out_fail;
+	if (args_apply_overrides(argc, argv, cfg, err, sizeof(err)))
+		goto out_fail;
+	if (config_finalize(cfg, err, sizeof(err)))
+		goto out_fail;
+	if (out_config_path)
+		*out_config_path = path;
+	return CONFIG_ARGS_RUN;
+out_nomem:
+	snprintf(err, sizeof(err), "out of memory");
+out_fail:
+	config_release(cfg);
+	return args_fail(prog, err);
+}
+
+/* ---- docs ---- */
+
+int config_write_doc(FILE *f)
+{
+	int rc;
+
+	fputs("# Configuration\n\n"
+	      "<!-- Generated from src/broker/config.c and src/broker/topic_config.c by\n"
+	      "     `gregor --print-config-doc > docs/configuration.md`; do not edit by hand. -->\n\n"
+	      "Gregor reads a Kafka-style `server.properties` file: `key=value` (or `key: value`) lines,\n"
+	      "`#` or `!` comments, a trailing `\\` continues a line. Keys are Kafka's. An unknown key or a\n"
+	      "bad value stops start-up with the file and line:\n\n"
+	      "    config/server.properties:12: unknown setting 'foo.bar'\n\n"
+	      "Command line: `gregor [server.properties] [--override key=value ...]`; overrides win over\n"
+	      "the file. Integers are plain numbers without units, as in Kafka.\n\n"
+	      "Settings marked \"Accepted, no effect on a single node\" are read so that a stock Kafka\n"
+	      "`server.properties` loads unchanged; they will matter in cluster mode or never.\n"
+	      "\"Dynamic\" marks settings meant to be changeable while the broker runs (as in Kafka);\n"
+	      "topic settings change through the admin APIs, broker settings are read at start-up.\n\n"
+	      "## Broker settings\n\n", f);
+	rc = conf_write_doc(&table, f);
+	fputs("\n## Topic settings\n\n"
+	      "Set per topic with CreateTopics, AlterConfigs or IncrementalAlterConfigs (for example\n"
+	      "`kafka-configs --alter --entity-type topics --entity-name T --add-config retention.ms=60000`).\n"
+	      "A topic setting that is not set follows the broker setting named in its description;\n"
+	      "the defaults shown are those of a broker with default settings. DescribeConfigs reports\n"
+	      "the source of each value: DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG.\n\n", f);
+	if (!rc)
+		rc = topic_cfg_write_doc(f);
+	return rc || ferror(f) ? -EIO : 0;
+}

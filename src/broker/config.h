@@ -1,0 +1,246 @@
+/*
+ * config.h - the broker's settings, under Kafka's names.
+ *
+ * struct broker_cfg holds one field per server.properties key, named after
+ * the key with '.' replaced by '_' (log.retention.hours ->
+ * log_retention_hours).  The table in config.c (util/conf.h) is the single
+ * description of every key: the file parser, --override, DescribeConfigs
+ * and docs/configuration.md all come from it.
+ *
+ * Storage follows util/conf.h: bool, int32_t, int64_t, int (enums, see the
+ * CONFIG_* constants below) and heap char * for strings and lists (lists
+ * are normalised "a,b,c", walk them with conf_list_next()).  Nullable
+ * numbers (log.retention.ms, log.retention.minutes, log.roll.ms) hold
+ * CONF_UNSET32/CONF_UNSET64 when not given; use the derived getters below
+ * rather than reading those fields.
+ *
+ * Lifecycle: config_init() (defaults) ... config_release().  A struct
+ * filled by config_parse_args() is already initialised.
+ */
+#ifndef GREGOR_BROKER_CONFIG_H
+#define GREGOR_BROKER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util/conf.h"
+
+#define GREGOR_VERSION "0.1.0"
+
+/* Upper bound on the number of broker keys (checked in config.c). */
+#define CONFIG_NKEYS_MAX 160
+
+/* Kafka's DescribeConfigs ConfigSource values. */
+enum config_source {
+	CONFIG_SOURCE_UNKNOWN = 0,
+	CONFIG_SOURCE_DYNAMIC_TOPIC = 1,
+	CONFIG_SOURCE_DYNAMIC_BROKER = 2,
+	CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER = 3,
+	CONFIG_SOURCE_STATIC_BROKER = 4,
+	CONFIG_SOURCE_DEFAULT = 5,
+	CONFIG_SOURCE_DYNAMIC_BROKER_LOGGER = 6,
+};
+
+/* Kafka's DescribeConfigs ConfigType values (v3+). */
+enum config_kafka_type {
+	CONFIG_KTYPE_UNKNOWN = 0,
+	CONFIG_KTYPE_BOOLEAN = 1,
+	CONFIG_KTYPE_STRING = 2,
+	CONFIG_KTYPE_INT = 3,
+	CONFIG_KTYPE_SHORT = 4,
+	CONFIG_KTYPE_LONG = 5,
+	CONFIG_KTYPE_DOUBLE = 6,
+	CONFIG_KTYPE_LIST = 7,
+};
+
+/* log.message.timestamp.type / message.timestamp.type */
+enum { CONFIG_TS_CREATE_TIME = 0, CONFIG_TS_LOG_APPEND_TIME = 1 };
+#define CONFIG_TS_VALUES "CreateTime|LogAppendTime"
+/* log.cleanup.policy / cleanup.policy */
+enum { CONFIG_CLEANUP_DELETE = 0, CONFIG_CLEANUP_COMPACT = 1 };
+#define CONFIG_CLEANUP_VALUES "delete|compact"
+/* compression.type */
+enum {
+	CONFIG_COMPRESSION_PRODUCER = 0,
+	CONFIG_COMPRESSION_GZIP,
+	CONFIG_COMPRESSION_SNAPPY,
+	CONFIG_COMPRESSION_LZ4,
+	CONFIG_COMPRESSION_ZSTD,
+	CONFIG_COMPRESSION_UNCOMPRESSED,
+};
+#define CONFIG_COMPRESSION_VALUES "producer|gzip|snappy|lz4|zstd|uncompressed"
+
+struct broker_cfg {
+	/* identity and listeners */
+	int32_t node_id;
+	int32_t broker_id;                 /* alias of node_id, kept equal after parsing */
+	char *cluster_id;
+	char *listeners;                   /* list */
+	char *advertised_listeners;        /* list, NULL = listeners */
+	char *broker_rack;
+	/* log layout */
+	char *log_dirs;                    /* list */
+	char *log_dir;                     /* alias; log.dirs wins */
+	int32_t num_partitions;
+	int32_t default_replication_factor;
+	bool auto_create_topics_enable;
+	bool delete_topic_enable;
+	/* limits and sockets */
+	int32_t message_max_bytes;
+	int32_t socket_request_max_bytes;
+	int32_t socket_send_buffer_bytes;  /* -1 = OS default */
+	int32_t socket_receive_buffer_bytes;
+	int32_t socket_listen_backlog_size;
+	int32_t max_connections;
+	int32_t max_connections_per_ip;
+	int64_t queued_max_request_bytes;  /* -1 = no limit beyond per-connection caps */
+	int32_t queued_max_requests;
+	int64_t connections_max_idle_ms;
+	/* segments, retention, indexes */
+	int32_t log_segment_bytes;
+	int64_t log_roll_ms;               /* nullable: use config_roll_ms() */
+	int32_t log_roll_hours;
+	int64_t log_roll_jitter_ms;        /* nullable */
+	int32_t log_roll_jitter_hours;
+	int64_t log_retention_ms;          /* nullable: use config_retention_ms() */
+	int32_t log_retention_minutes;     /* nullable */
+	int32_t log_retention_hours;
+	int64_t log_retention_bytes;
+	int64_t log_retention_check_interval_ms;
+	int32_t log_index_interval_bytes;
+	int32_t log_index_size_max_bytes;
+	int64_t log_segment_delete_delay_ms;
+	bool log_preallocate;
+	int log_cleanup_policy;            /* CONFIG_CLEANUP_* */
+	bool log_cleaner_enable;
+	int32_t log_cleaner_threads;
+	int64_t log_cleaner_delete_retention_ms;
+	int64_t log_cleaner_min_compaction_lag_ms;
+	int64_t log_cleaner_max_compaction_lag_ms;
+	char *log_cleaner_min_cleanable_ratio; /* a double, kept as text */
+	/* flush */
+	int64_t log_flush_interval_messages;
+	int64_t log_flush_interval_ms;     /* -1 = not set */
+	int64_t log_flush_scheduler_interval_ms;
+	int32_t log_flush_offset_checkpoint_interval_ms;
+	int32_t log_flush_start_offset_checkpoint_interval_ms;
+	/* messages */
+	int log_message_timestamp_type;    /* CONFIG_TS_* */
+	int64_t log_message_timestamp_difference_max_ms;
+	int64_t log_message_timestamp_before_max_ms;
+	int64_t log_message_timestamp_after_max_ms;
+	bool log_message_downconversion_enable;
+	char *log_message_format_version;
+	int compression_type;              /* CONFIG_COMPRESSION_* */
+	/* replication (accepted, single node) */
+	int32_t min_insync_replicas;
+	bool unclean_leader_election_enable;
+	bool auto_leader_rebalance_enable;
+	int32_t num_replica_fetchers;
+	int64_t replica_lag_time_max_ms;
+	/* consumer groups */
+	int32_t offsets_topic_num_partitions;
+	int32_t offsets_topic_replication_factor;
+	int32_t offsets_topic_segment_bytes;
+	int32_t offsets_retention_minutes;
+	int64_t offsets_retention_check_interval_ms;
+	int32_t offsets_commit_timeout_ms;
+	int32_t group_initial_rebalance_delay_ms;
+	int32_t group_min_session_timeout_ms;
+	int32_t group_max_session_timeout_ms;
+	int32_t group_max_size;
+	/* transactions and idempotence */
+	int32_t transaction_max_timeout_ms;
+	int32_t transactional_id_expiration_ms;
+	int32_t producer_id_expiration_ms;
+	int32_t transaction_state_log_num_partitions;
+	int32_t transaction_state_log_replication_factor;
+	int32_t transaction_state_log_min_isr;
+	int32_t transaction_state_log_segment_bytes;
+	int32_t transaction_abort_timed_out_transaction_cleanup_interval_ms;
+	int32_t transaction_remove_expired_transaction_cleanup_interval_ms;
+	/* threads (accepted for compatibility) */
+	int32_t num_network_threads;
+	int32_t num_io_threads;
+	int32_t num_recovery_threads_per_data_dir;
+	int32_t background_threads;
+	/* cluster / KRaft / ZooKeeper (accepted, single node) */
+	char *zookeeper_connect;
+	int32_t zookeeper_connection_timeout_ms;
+	int32_t zookeeper_session_timeout_ms;
+	char *process_roles;
+	char *controller_quorum_voters;
+	char *controller_quorum_bootstrap_servers;
+	char *controller_listener_names;
+	char *inter_broker_listener_name;
+	char *listener_security_protocol_map;
+	char *security_inter_broker_protocol;
+	int32_t share_coordinator_state_topic_replication_factor;
+	int32_t share_coordinator_state_topic_min_isr;
+	/* diagnostics */
+	char *log_debug;                   /* list: net,proto,log,group,txn,broker,all */
+
+	bool set[CONFIG_NKEYS_MAX];        /* explicitly given, indexed like the table */
+};
+
+/* The table, for iteration (config_table()->defs[0 .. ndefs-1]). */
+const struct conf_table *config_table(void);
+
+/* Defaults.  Returns 0 or -ENOMEM. */
+int config_init(struct broker_cfg *cfg);
+void config_release(struct broker_cfg *cfg);
+
+/* Reads server.properties on top of cfg; err gets "file:line: ...". */
+int config_load(struct broker_cfg *cfg, const char *path, char *err, size_t errlen);
+/* One setting; 0, -ENOENT (unknown key) or -EINVAL (bad value), err set. */
+int config_set(struct broker_cfg *cfg, const char *key, const char *value, char *err,
+	       size_t errlen);
+/*
+ * Resolves aliases (broker.id -> node.id, log.dir -> log.dirs when log.dirs
+ * is not given) and checks settings against each other (session timeout
+ * range) and applies log.debug to util/log (log_set_debug()).  Call once
+ * after the file and overrides.  Returns 0 or -EINVAL with err set.
+ */
+int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen);
+
+/*
+ * Current value of key as text (DescribeConfigs).  OUT: *source is
+ * CONFIG_SOURCE_STATIC_BROKER if given in the file/overrides, else
+ * CONFIG_SOURCE_DEFAULT (source may be NULL).  Returns 0, 1 if the value is
+ * null, -ENOENT for an unknown key.
+ */
+int config_get(const struct broker_cfg *cfg, const char *key, char *buf, size_t n, int *source);
+bool config_is_set(const struct broker_cfg *cfg, const char *key);
+/* DescribeConfigs ConfigType of a table entry. */
+int config_kafka_type(const struct conf_def *d);
+
+/* Derived values, Kafka's precedence: ms > minutes > hours; <0 -> -1 (forever). */
+int64_t config_retention_ms(const struct broker_cfg *cfg);
+/* log.roll.ms, else log.roll.hours. */
+int64_t config_roll_ms(const struct broker_cfg *cfg);
+/* log.roll.jitter.ms, else log.roll.jitter.hours. */
+int64_t config_roll_jitter_ms(const struct broker_cfg *cfg);
+/* advertised.listeners if given and non-empty, else listeners. */
+const char *config_advertised_listeners(const struct broker_cfg *cfg);
+
+/*
+ * Command line: gregor [--help] [--version] [--print-config-doc]
+ *                      [server.properties] [--override key=value ...]
+ * Initialises cfg, loads the file (if any), applies every override (they
+ * win over the file whatever their position) and finalises.
+ * OUT: *out_config_path is the file argument or NULL (may be NULL).
+ * Returns CONFIG_ARGS_RUN to go on and start the broker (cfg then owned by
+ * the caller: config_release()), or a process exit code with cfg already
+ * released: 0 after --help/--version/--print-config-doc printed to stdout,
+ * 2 after an error and the usage were printed to stderr.
+ */
+#define CONFIG_ARGS_RUN (-1)
+int config_parse_args(int argc, char **argv, struct broker_cfg *cfg, const char **out_config_path);
+void config_usage(FILE *f, const char *prog);
+
+/* Writes docs/configuration.md (broker and topic settings).  0 or -EIO. */
+int config_write_doc(FILE *f);
+
+#endif

@@ -1,0 +1,478 @@
+/*
+ * h_admin.c - topic administration: CreateTopics (v0-4), DeleteTopics
+ * (v0-3), CreatePartitions (v0-1) and DeleteRecords (v0-1).
+ *
+ * Every API here answers per topic (or partition) with Kafka's error codes
+ * and never fails the whole request because of one bad entry.  Each topic
+ * entry is checked completely before anything is changed, so ValidateOnly
+ * only has to skip the last step.  Kafka's rules kept here:
+ *   - a name given twice in one request is refused for every occurrence
+ *     (INVALID_REQUEST), the others are served;
+ *   - one node: a replication factor other than 1 and an assignment naming
+ *     any broker but this one are refused;
+ *   - -1 partitions / replication factor means the broker default
+ *     (num.partitions, default.replication.factor).
+ * One deliberate difference: Kafka lets DeleteTopics remove __consumer_offsets
+ * and __transaction_state; here the coordinators hold those partitions open,
+ * so internal topics are refused with INVALID_TOPIC_EXCEPTION.
+ */
+#include "broker/handlers.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/broker.h"
+#include "broker/registry.h"
+#include "broker/syncer.h"
+#include "log/partition.h"
+#include "proto/kerr.h"
+#include "util/log.h"
+
+/* An error message for a response, in the request arena. */
+static struct kstr __attribute__((format(printf, 2, 3))) admin_msg(struct req *rq, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+	char *p;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	p = req_alloc(rq, (size_t)n + 1, 1);
+	memcpy(p, buf, (size_t)n);
+	return (struct kstr){ p, n };
+}
+
+/* A NUL-terminated copy of s (null -> ""), in the request arena. */
+static const char *admin_cstr(struct req *rq, struct kstr s)
+{
+	int32_t len = s.len > 0 ? s.len : 0;
+	char *p = req_alloc(rq, (size_t)len + 1, 1);
+
+	if (len)
+		memcpy(p, s.p, (size_t)len);
+	return p;
+}
+
+static int admin_kstr_cmp(const void *a, const void *b)
+{
+	const struct kstr *x = *(const struct kstr *const *)a, *y = *(const struct kstr *const *)b;
+	int32_t lx = x->len > 0 ? x->len : 0, ly = y->len > 0 ? y->len : 0;
+	int c = memcmp(x->p ? x->p : "", y->p ? y->p : "", (size_t)(lx < ly ? lx : ly));
+
+	return c ? c : (lx > ly) - (lx < ly);
+}
+
+/*
+ * Marks the names that occur more than once among n elements of stride
+ * bytes whose first member is a struct kstr.  Returns a bool[n] in the
+ * request arena (sorting pointers keeps this O(n log n) for big requests).
+ */
+static bool *admin_dups(struct req *rq, const void *base, int32_t n, size_t stride)
+{
+	bool *dup = req_alloc(rq, (size_t)(n > 0 ? n : 0), sizeof(*dup));
+	const struct kstr **v = req_alloc(rq, (size_t)(n > 0 ? n : 0), sizeof(*v));
+
+	for (int32_t i = 0; i < n; i++)
+		v[i] = (const struct kstr *)((const char *)base + (size_t)i * stride);
+	qsort(v, (size_t)(n > 0 ? n : 0), sizeof(*v), admin_kstr_cmp);
+	for (int32_t i = 1; i < n; i++) {
+		if (admin_kstr_cmp(&v[i - 1], &v[i]) == 0) {
+			dup[((const char *)v[i - 1] - (const char *)base) / stride] = true;
+			dup[((const char *)v[i] - (const char *)base) / stride] = true;
+		}
+	}
+	return dup;
+}
+
+/* Kafka: topics whose names differ only in '.' vs '_' collide in metric names. */
+static struct topic *admin_collision(struct req *rq, struct kstr name)
+{
+	int n;
+	struct topic **all = registry_topics(rq->b->reg, &n);
+
+	for (int i = 0; i < n; i++) {
+		const char *tn = all[i]->name;
+		int32_t j = 0;
+
+		for (; j < name.len && tn[j]; j++) {
+			char a = name.p[j] == '.' ? '_' : name.p[j], b = tn[j] == '.' ? '_' : tn[j];
+
+			if (a != b)
+				break;
+		}
+		if (j == name.len && tn[j] == '\0')
+			return all[i];
+	}
+	return NULL;
+}
+
+/* Shared preamble: the topic named, or an error for this entry. */
+static struct topic *admin_topic(struct req *rq, struct kstr name, int16_t *err, struct kstr *msg)
+{
+	struct topic *t = registry_find(rq->b->reg, name);
+
+	if (!t) {
+		*err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		*msg = admin_msg(rq, "The topic '%s' does not exist.", admin_cstr(rq, name));
+	}
+	return t;
+}
+
+/* True if every replica list is exactly [this node]. */
+static bool admin_replicas_ok(struct req *rq, const struct int32_array *ids)
+{
+	return ids->n == 1 && ids->v[0] == rq->b->node_id;
+}
+
+/* ---- CreateTopics ---- */
+
+/* Manual assignments: partitions 0..n-1, each once, each on this node only. */
+static int16_t create_assignments(struct req *rq, const struct CreateTopicsRequestTopic *in,
+				  int32_t *nparts, struct kstr *msg)
+{
+	int32_t n = in->Assignments.n;
+	bool *seen = req_alloc(rq, (size_t)n, sizeof(*seen));
+
+	if (in->NumPartitions != -1 || in->ReplicationFactor != -1) {
+		*msg = admin_msg(rq, "Both numPartitions or replicationFactor and replicasAssignments were set. "
+				     "Both cannot be used at the same time.");
+		return KERR_INVALID_REQUEST;
+	}
+	for (int32_t i = 0; i < n; i++) {
+		const struct CreateTopicsRequestAssignment *a = &in->Assignments.v[i];
+
+		if (a->PartitionIndex < 0 || a->PartitionIndex >= n || seen[a->PartitionIndex]) {
+			*msg = admin_msg(rq, "Partitions must be numbered 0 to %d, each once; got %d.", n - 1,
+					 a->PartitionIndex);
+			return KERR_INVALID_REPLICA_ASSIGNMENT;
+		}
+		seen[a->PartitionIndex] = true;
+		if (!admin_replicas_ok(rq, &a->BrokerIds)) {
+			*msg = admin_msg(rq, "Partition %d may only be assigned to broker %d (this single node).",
+					 a->PartitionIndex, rq->b->node_id);
+			return KERR_INVALID_REPLICA_ASSIGNMENT;
+		}
+	}
+	*nparts = n;
+	return KERR_NONE;
+}
+
+/* Partition count and replication factor, from the request or the broker defaults. */
+static int16_t create_sizes(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t *nparts,
+			    struct kstr *msg)
+{
+	const struct broker_cfg *cfg = &rq->b->cfg;
+	int32_t np = in->NumPartitions == -1 ? cfg->num_partitions : in->NumPartitions;
+	int32_t rf = in->ReplicationFactor == -1 ? cfg->default_replication_factor : in->ReplicationFactor;
+
+	if (in->Assignments.n > 0)
+		return create_assignments(rq, in, nparts, msg);
+	if (np <= 0) {
+		*msg = admin_msg(rq, "Number of partitions was set to an invalid non-positive value.");
+		return KERR_INVALID_PARTITIONS;
+	}
+	if (rf <= 0) {
+		*msg = admin_msg(rq, "Replication factor must be larger than 0, or -1 to use the default value.");
+		return KERR_INVALID_REPLICATION_FACTOR;
+	}
+	if (rf > 1) {
+		*msg = admin_msg(rq, "Unable to replicate the partition %d time(s): The target replication factor "
+				     "of %d cannot be reached because only 1 broker(s) are registered.", rf, rf);
+		return KERR_INVALID_REPLICATION_FACTOR;
+	}
+	*nparts = np;
+	return KERR_NONE;
+}
+
+/* Applies the request's configs to tcfg (already initialised). */
+static int16_t create_configs(struct req *rq, const struct CreateTopicsRequestTopic *in,
+			      struct topic_cfg *tcfg, struct kstr *msg)
+{
+	char err[256];
+
+	for (int32_t i = 0; i < in->Configs.n; i++) {
+		const struct CreateTopicsRequestConfig *c = &in->Configs.v[i];
+		const char *key = admin_cstr(rq, c->Name);
+		int rc;
+
+		if (c->Value.len < 0) {
+			*msg = admin_msg(rq, "Null value not supported for topic configs: %s", key);
+			return KERR_INVALID_REQUEST;
+		}
+		err[0] = '\0';
+		rc = topic_cfg_set(tcfg, key, admin_cstr(rq, c->Value), err, sizeof(err));
+		if (rc == -ENOENT) {
+			*msg = admin_msg(rq, "Unknown topic config name: %s", key);
+			return KERR_INVALID_CONFIG;
+		}
+		if (rc < 0) {
+			*msg = admin_msg(rq, "%s", rc == -ENOMEM ? "out of memory" : err);
+			return rc == -ENOMEM ? KERR_UNKNOWN_SERVER_ERROR : KERR_INVALID_CONFIG;
+		}
+	}
+	return KERR_NONE;
+}
+
+/* Checks one topic completely, then creates it unless validate_only. */
+static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic *in, bool validate_only,
+			  struct kstr *msg)
+{
+	const char *name = admin_cstr(rq, in->Name);
+	struct topic_cfg tcfg;
+	struct topic *t;
+	int32_t nparts = 0;
+	int16_t err;
+	int rc;
+
+	if (!topic_name_valid(in->Name)) {
+		*msg = admin_msg(rq, "Topic name '%s' is illegal: it must be 1 to 249 characters of ASCII "
+				     "alphanumerics, '.', '_' and '-', and not '.' or '..'", name);
+		return KERR_INVALID_TOPIC_EXCEPTION;
+	}
+	if (registry_find(rq->b->reg, in->Name)) {
+		*msg = admin_msg(rq, "Topic '%s' already exists.", name);
+		return KERR_TOPIC_ALREADY_EXISTS;
+	}
+	if ((t = admin_collision(rq, in->Name)) != NULL) {
+		*msg = admin_msg(rq, "Topic '%s' collides with existing topic: %s", name, t->name);
+		return KERR_INVALID_TOPIC_EXCEPTION;
+	}
+	err = create_sizes(rq, in, &nparts, msg);
+	if (err)
+		return err;
+	if (topic_cfg_init(&tcfg, &rq->b->cfg) < 0) {
+		*msg = admin_msg(rq, "out of memory");
+		return KERR_UNKNOWN_SERVER_ERROR;
+	}
+	err = create_configs(rq, in, &tcfg, msg);
+	if (!err && !validate_only) {
+		rc = registry_create(rq->b->reg, in->Name, nparts, &tcfg, &t);
+		if (rc < 0) {
+			log_error("cannot create topic '%s': %s", name, strerror(-rc));
+			*msg = admin_msg(rq, "Cannot create topic '%s': %s", name, strerror(-rc));
+			err = rc == -EEXIST ? KERR_TOPIC_ALREADY_EXISTS : KERR_UNKNOWN_SERVER_ERROR;
+		}
+	}
+	topic_cfg_release(&tcfg);
+	return err;
+}
+
+int h_create_topics(struct req *rq, const void *vin, void *vout)
+{
+	const struct CreateTopicsRequest *in = vin;
+	struct CreateTopicsResponse *out = vout;
+	int32_t n = in->Topics.n > 0 ? in->Topics.n : 0;
+	bool *dup;
+
+	_Static_assert(offsetof(struct CreateTopicsRequestTopic, Name) == 0, "admin_dups needs Name first");
+	dup = admin_dups(rq, in->Topics.v, n, sizeof(in->Topics.v[0]));
+	out->Topics.v = req_alloc(rq, (size_t)n, sizeof(*out->Topics.v));
+	out->Topics.n = n;
+	for (int32_t i = 0; i < n; i++) {
+		struct CreateTopicsResponseTopic *r = &out->Topics.v[i];
+
+		CreateTopicsResponseTopic_init(r);
+		r->Name = in->Topics.v[i].Name;
+		r->ErrorMessage = KSTR_NULL;
+		if (dup[i]) {
+			r->ErrorCode = KERR_INVALID_REQUEST;
+			r->ErrorMessage = admin_msg(rq, "Found multiple entries for this topic.");
+			continue;
+		}
+		r->ErrorCode = create_one(rq, &in->Topics.v[i], in->validateOnly, &r->ErrorMessage);
+	}
+	return H_REPLY;
+}
+
+/* ---- DeleteTopics ---- */
+
+static int16_t delete_one(struct req *rq, struct kstr name)
+{
+	struct kstr msg;
+	int16_t err = KERR_NONE;
+	struct topic *t;
+
+	if (!rq->b->cfg.delete_topic_enable) /* the error code exists from v3 on */
+		return rq->hdr.api_version < 3 ? KERR_INVALID_REQUEST : KERR_TOPIC_DELETION_DISABLED;
+	t = admin_topic(rq, name, &err, &msg);
+	if (!t)
+		return err;
+	if (t->internal)
+		return KERR_INVALID_TOPIC_EXCEPTION;
+	for (int32_t p = 0; p < t->nparts; p++)
+		if (t->parts[p])
+			syncer_forget(rq->b->syncer, t->parts[p]);
+	if (registry_delete(rq->b->reg, t) < 0)
+		return KERR_UNKNOWN_SERVER_ERROR;
+	return KERR_NONE;
+}
+
+int h_delete_topics(struct req *rq, const void *vin, void *vout)
+{
+	const struct DeleteTopicsRequest *in = vin;
+	struct DeleteTopicsResponse *out = vout;
+	int32_t n = in->TopicNames.n > 0 ? in->TopicNames.n : 0;
+	bool *dup = admin_dups(rq, in->TopicNames.v, n, sizeof(in->TopicNames.v[0]));
+
+	out->Responses.v = req_alloc(rq, (size_t)n, sizeof(*out->Responses.v));
+	out->Responses.n = n;
+	for (int32_t i = 0; i < n; i++) {
+		struct DeleteTopicsResponseTopic *r = &out->Responses.v[i];
+
+		DeleteTopicsResponseTopic_init(r);
+		r->Name = in->TopicNames.v[i];
+		r->ErrorCode = dup[i] ? KERR_INVALID_REQUEST : delete_one(rq, in->TopicNames.v[i]);
+	}
+	return H_REPLY;
+}
+
+/* ---- CreatePartitions ---- */
+
+static int16_t partitions_check(struct req *rq, const struct CreatePartitionsRequestTopic *in,
+				const struct topic *t, struct kstr *msg)
+{
+	int32_t adding = in->Count - t->nparts;
+
+	if (in->Count < t->nparts) {
+		*msg = admin_msg(rq, "The topic %s currently has %d partition(s); %d would not be an increase.",
+				 t->name, t->nparts, in->Count);
+		return KERR_INVALID_PARTITIONS;
+	}
+	if (in->Count == t->nparts) {
+		*msg = admin_msg(rq, "Topic already has %d partition(s).", t->nparts);
+		return KERR_INVALID_PARTITIONS;
+	}
+	if (in->Assignments.n < 0)
+		return KERR_NONE;
+	if (in->Assignments.n != adding) {
+		*msg = admin_msg(rq, "Attempted to add %d additional partition(s), but only %d assignment(s) "
+				     "were specified.", adding, in->Assignments.n);
+		return KERR_INVALID_REPLICA_ASSIGNMENT;
+	}
+	for (int32_t i = 0; i < adding; i++) {
+		if (!admin_replicas_ok(rq, &in->Assignments.v[i].BrokerIds)) {
+			*msg = admin_msg(rq, "Partition %d may only be assigned to broker %d (this single node).",
+					 t->nparts + i, rq->b->node_id);
+			return KERR_INVALID_REPLICA_ASSIGNMENT;
+		}
+	}
+	return KERR_NONE;
+}
+
+static int16_t partitions_one(struct req *rq, const struct CreatePartitionsRequestTopic *in, bool validate_only,
+			      struct kstr *msg)
+{
+	int16_t err = KERR_NONE;
+	struct topic *t = admin_topic(rq, in->Name, &err, msg);
+	int rc;
+
+	if (!t)
+		return err;
+	err = partitions_check(rq, in, t, msg);
+	if (err || validate_only)
+		return err;
+	rc = registry_add_partitions(rq->b->reg, t, in->Count);
+	if (rc < 0) {
+		log_error("cannot add partitions to '%s': %s", t->name, strerror(-rc));
+		*msg = admin_msg(rq, "Cannot add partitions: %s (topic now has %d)", strerror(-rc), t->nparts);
+		return KERR_UNKNOWN_SERVER_ERROR;
+	}
+	return KERR_NONE;
+}
+
+int h_create_partitions(struct req *rq, const void *vin, void *vout)
+{
+	const struct CreatePartitionsRequest *in = vin;
+	struct CreatePartitionsResponse *out = vout;
+	int32_t n = in->Topics.n > 0 ? in->Topics.n : 0;
+	bool *dup;
+
+	_Static_assert(offsetof(struct CreatePartitionsRequestTopic, Name) == 0, "admin_dups needs Name first");
+	dup = admin_dups(rq, in->Topics.v, n, sizeof(in->Topics.v[0]));
+	out->Results.v = req_alloc(rq, (size_t)n, sizeof(*out->Results.v));
+	out->Results.n = n;
+	for (int32_t i = 0; i < n; i++) {
+		struct CreatePartitionsResponseResult *r = &out->Results.v[i];
+
+		CreatePartitionsResponseResult_init(r);
+		r->Name = in->Topics.v[i].Name;
+		if (dup[i]) {
+			r->ErrorCode = KERR_INVALID_REQUEST;
+			r->ErrorMessage = admin_msg(rq, "Duplicate topic in request.");
+			continue;
+		}
+		r->ErrorCode = partitions_one(rq, &in->Topics.v[i], in->ValidateOnly, &r->ErrorMessage);
+	}
+	return H_REPLY;
+}
+
+/* ---- DeleteRecords ---- */
+
+/* Moves one partition's log start; OUT: *low_watermark (the new log start). */
+static int16_t records_one(struct topic *t, const struct DeleteRecordsRequestPartition *in,
+			   int64_t *low_watermark)
+{
+	struct part *part = t ? registry_part(t, in->PartitionIndex) : NULL;
+	int64_t hw, offset;
+	int rc;
+
+	if (!part)
+		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	if (t->internal || t->cfg.cleanup_policy != CONFIG_CLEANUP_DELETE)
+		return KERR_POLICY_VIOLATION; /* Kafka: internal or compacted topics */
+	hw = part_high_watermark(part);
+	offset = in->Offset == -1 ? hw : in->Offset;
+	if (offset < 0 || offset > hw)
+		return KERR_OFFSET_OUT_OF_RANGE;
+	if (offset > part_log_start_offset(part)) {
+		rc = part_delete_records(part, offset);
+		if (rc == -ERANGE)
+			return KERR_OFFSET_OUT_OF_RANGE;
+		if (rc < 0) {
+			log_error("'%s-%d': delete records below %lld: %s", t->name, in->PartitionIndex,
+				  (long long)offset, strerror(-rc));
+			return KERR_KAFKA_STORAGE_ERROR;
+		}
+	}
+	*low_watermark = part_log_start_offset(part);
+	return KERR_NONE;
+}
+
+int h_delete_records(struct req *rq, const void *vin, void *vout)
+{
+	const struct DeleteRecordsRequest *in = vin;
+	struct DeleteRecordsResponse *out = vout;
+	int32_t n = in->Topics.n > 0 ? in->Topics.n : 0;
+
+	out->Topics.v = req_alloc(rq, (size_t)n, sizeof(*out->Topics.v));
+	out->Topics.n = n;
+	for (int32_t i = 0; i < n; i++) {
+		const struct DeleteRecordsRequestTopic *ti = &in->Topics.v[i];
+		struct DeleteRecordsResponseTopic *to = &out->Topics.v[i];
+		struct topic *t = registry_find(rq->b->reg, ti->Name);
+		int32_t np = ti->Partitions.n > 0 ? ti->Partitions.n : 0;
+
+		DeleteRecordsResponseTopic_init(to);
+		to->Name = ti->Name;
+		to->Partitions.v = req_alloc(rq, (size_t)np, sizeof(*to->Partitions.v));
+		to->Partitions.n = np;
+		for (int32_t j = 0; j < np; j++) {
+			struct DeleteRecordsResponsePartition *po = &to->Partitions.v[j];
+
+			DeleteRecordsResponsePartition_init(po);
+			po->PartitionIndex = ti->Partitions.v[j].PartitionIndex;
+			po->LowWatermark = -1;
+			po->ErrorCode = records_one(t, &ti->Partitions.v[j], &po->LowWatermark);
+		}
+	}
+	return H_REPLY;
+}

@@ -1,0 +1,191 @@
+/*
+ * h_fetch.c - Fetch: record data straight from segment files to the
+ * socket (sendfile), and long polling.
+ *
+ * A fetch that finds fewer than MinBytes parks until data arrives or
+ * MaxWaitMs passes.  Parked fetches are re-evaluated once per loop
+ * iteration in which something was appended (fetch_wake), never by a
+ * polling timer.  Sessions (KIP-227) are not kept: every fetch is a full
+ * fetch answered with SessionId 0, which every client accepts.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "broker/broker.h"
+#include "broker/handlers.h"
+#include "broker/registry.h"
+#include "log/partition.h"
+#include "proto/kerr.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+/* File slices referenced by a fetch response, released with the request. */
+struct fetch_hold {
+	struct fslice *slices;
+	int n, cap;
+};
+
+static void fetch_release(struct req *rq)
+{
+	struct fetch_hold *h = rq->hold;
+
+	if (!h)
+		return;
+	for (int i = 0; i < h->n; i++)
+		fdref_put(h->slices[i].ref);
+	h->n = 0;
+}
+
+static void fetch_hold_add(struct req *rq, const struct fslice *s)
+{
+	struct fetch_hold *h = rq->hold;
+
+	if (h->n == h->cap) {
+		int cap = h->cap ? h->cap * 2 : 16;
+		struct fslice *ns = req_alloc(rq, (size_t)cap, sizeof(*ns));
+
+		if (h->n)
+			memcpy(ns, h->slices, (size_t)h->n * sizeof(*ns));
+		h->slices = ns;
+		h->cap = cap;
+	}
+	h->slices[h->n++] = *s;
+}
+
+/* Fills one partition; returns the record bytes it will carry. */
+static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, struct topic *t,
+			       const struct FetchRequestPartition *in, struct FetchResponsePartition *out,
+			       int64_t used)
+{
+	struct part *part = t ? registry_part(t, in->Partition) : NULL;
+	struct fslice s = { 0 };
+	int64_t left = (int64_t)f->MaxBytes - used, max;
+	int err;
+
+	FetchResponsePartition_init(out);
+	out->PartitionIndex = in->Partition;
+	out->AbortedTransactions.n = -1;
+	if (!part) {
+		out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		out->HighWatermark = -1;
+		return 0;
+	}
+	out->HighWatermark = part_high_watermark(part);
+	out->LastStableOffset = out->HighWatermark;
+	out->LogStartOffset = part_log_start_offset(part);
+	if (left <= 0 && used > 0)
+		return 0;
+	max = in->PartitionMaxBytes < left ? in->PartitionMaxBytes : left;
+	err = part_read(part, in->FetchOffset, f->IsolationLevel == 1 ? out->LastStableOffset : out->HighWatermark,
+			(int32_t)(max > 0 ? max : 0), used == 0, &s);
+	if (err) {
+		out->ErrorCode = err == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : KERR_KAFKA_STORAGE_ERROR;
+		return 0;
+	}
+	if (!s.ref || s.len == 0) {
+		fdref_put(s.ref);
+		return 0;
+	}
+	fetch_hold_add(rq, &s);
+	out->Records.len = (int32_t)s.len;
+	out->Records.file = s;
+	return s.len;
+}
+
+/* Builds the whole response; returns the record bytes in it. */
+static int64_t fetch_fill(struct req *rq, const struct FetchRequest *f, struct FetchResponse *resp)
+{
+	int64_t bytes = 0;
+
+	if (f->SessionId != 0) {
+		resp->ErrorCode = KERR_FETCH_SESSION_ID_NOT_FOUND;
+		return 0;
+	}
+	resp->Responses.n = f->Topics.n > 0 ? f->Topics.n : 0;
+	resp->Responses.v = req_alloc(rq, (size_t)resp->Responses.n, sizeof(*resp->Responses.v));
+	for (int32_t i = 0; i < resp->Responses.n; i++) {
+		const struct FetchRequestTopic *it = &f->Topics.v[i];
+		struct FetchResponseTopic *ot = &resp->Responses.v[i];
+		struct topic *t = registry_find(rq->b->reg, it->Topic);
+
+		ot->Topic = it->Topic;
+		ot->Partitions.n = it->Partitions.n > 0 ? it->Partitions.n : 0;
+		ot->Partitions.v = req_alloc(rq, (size_t)ot->Partitions.n, sizeof(*ot->Partitions.v));
+		for (int32_t j = 0; j < ot->Partitions.n; j++)
+			bytes += fetch_partition(rq, f, t, &it->Partitions.v[j], &ot->Partitions.v[j], bytes);
+	}
+	return bytes;
+}
+
+static bool fetch_has_error(const struct FetchResponse *resp)
+{
+	if (resp->ErrorCode)
+		return true;
+	for (int32_t i = 0; i < resp->Responses.n; i++)
+		for (int32_t j = 0; j < resp->Responses.v[i].Partitions.n; j++)
+			if (resp->Responses.v[i].Partitions.v[j].ErrorCode)
+				return true;
+	return false;
+}
+
+static void fetch_unpark(struct req *rq)
+{
+	struct req **pp = &rq->b->fetch_waiters;
+
+	while (*pp && *pp != rq)
+		pp = &(*pp)->park_next;
+	if (*pp)
+		*pp = rq->park_next;
+	loop_timer_cancel(rq->b->loop, &rq->timer);
+}
+
+static void fetch_timeout(struct loop_timer *t)
+{
+	struct req *rq = (struct req *)((char *)t - offsetof(struct req, timer));
+
+	fetch_unpark(rq);
+	fetch_release(rq);
+	req_reset_out(rq);
+	fetch_fill(rq, rq->in, rq->out);
+	req_reply(rq);
+}
+
+int h_fetch(struct req *rq, const void *in, void *out)
+{
+	const struct FetchRequest *f = in;
+	struct broker *b = rq->b;
+	int64_t bytes;
+
+	rq->hold = req_alloc(rq, 1, sizeof(struct fetch_hold));
+	rq->on_free = fetch_release;
+	bytes = fetch_fill(rq, f, out);
+	if (bytes >= f->MinBytes || f->MaxWaitMs <= 0 || fetch_has_error(out))
+		return H_REPLY;
+	rq->park_deadline_ms = clock_mono_ms() + f->MaxWaitMs;
+	rq->timer.fn = fetch_timeout;
+	loop_timer_set(b->loop, &rq->timer, rq->park_deadline_ms);
+	rq->park_next = b->fetch_waiters;
+	b->fetch_waiters = rq;
+	return H_PARKED;
+}
+
+void fetch_wake(struct broker *b)
+{
+	struct req *rq = b->fetch_waiters, *next;
+
+	for (; rq; rq = next) {
+		const struct FetchRequest *f = rq->in;
+		int64_t bytes;
+
+		next = rq->park_next;
+		fetch_release(rq);
+		req_reset_out(rq);
+		bytes = fetch_fill(rq, f, rq->out);
+		if (bytes >= f->MinBytes || fetch_has_error(rq->out) || conn_is_closed(rq->c)) {
+			fetch_unpark(rq);
+			req_reply(rq);
+		}
+	}
+}

@@ -1,0 +1,128 @@
+/*
+ * h_meta.c - ApiVersions and Metadata: what this broker speaks, and where
+ * every topic's partitions live (on a single node: here).
+ */
+#include <string.h>
+
+#include "broker/broker.h"
+#include "broker/handlers.h"
+#include "broker/registry.h"
+#include "proto/kerr.h"
+#include "util/log.h"
+
+int h_api_versions(struct req *rq, const void *in, void *out)
+{
+	struct ApiVersionsResponse *resp = out;
+	int n = 0;
+
+	(void)in;
+	resp->ApiKeys.v = req_alloc(rq, API_COUNT, sizeof(*resp->ApiKeys.v));
+	for (int k = 0; k < API_COUNT; k++) {
+		if (!api_table[k].handler)
+			continue;
+		resp->ApiKeys.v[n].ApiKey = (int16_t)k;
+		resp->ApiKeys.v[n].MinVersion = api_table[k].min;
+		resp->ApiKeys.v[n].MaxVersion = api_table[k].max;
+		n++;
+	}
+	resp->ApiKeys.n = n;
+	return H_REPLY;
+}
+
+static struct int32_array node_list(struct req *rq, int32_t node)
+{
+	struct int32_array a = { req_alloc(rq, 1, sizeof(int32_t)), 1 };
+
+	a.v[0] = node;
+	return a;
+}
+
+/* Fills one topic entry of the response from the registry. */
+static void metadata_topic(struct req *rq, struct topic *t, struct MetadataResponseTopic *mt)
+{
+	struct registry *reg = rq->b->reg;
+
+	mt->Name = kstr_c(t->name);
+	mt->IsInternal = t->internal;
+	mt->Partitions.n = t->nparts;
+	mt->Partitions.v = req_alloc(rq, (size_t)t->nparts, sizeof(*mt->Partitions.v));
+	for (int32_t p = 0; p < t->nparts; p++) {
+		struct MetadataResponsePartition *mp = &mt->Partitions.v[p];
+		int32_t leader = registry_leader(reg, t, p);
+
+		MetadataResponsePartition_init(mp);
+		mp->PartitionIndex = p;
+		mp->LeaderId = leader;
+		mp->LeaderEpoch = 0;
+		mp->ReplicaNodes = node_list(rq, leader);
+		mp->IsrNodes = node_list(rq, leader);
+	}
+}
+
+/* Looks a requested topic up, creating it when auto-creation is allowed. */
+static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mreq, struct kstr name,
+			       struct topic **out)
+{
+	struct broker *b = rq->b;
+	struct topic_cfg tc;
+	int err;
+
+	*out = registry_find(b->reg, name);
+	if (*out)
+		return KERR_NONE;
+	if (!topic_name_valid(name))
+		return KERR_INVALID_TOPIC_EXCEPTION;
+	if (!b->cfg.auto_create_topics_enable || !mreq->AllowAutoTopicCreation ||
+	    (name.len > 2 && name.p[0] == '_' && name.p[1] == '_'))
+		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	topic_cfg_init(&tc, &b->cfg);
+	err = registry_create(b->reg, name, b->cfg.num_partitions, &tc, out);
+	topic_cfg_release(&tc);
+	if (!err)
+		return KERR_NONE; /* created and led here at once: usable right away */
+	log_error("auto-creating topic '%.*s' failed: %s", name.len, name.p, strerror(-err));
+	return KERR_KAFKA_STORAGE_ERROR;
+}
+
+static void metadata_topics(struct req *rq, const struct MetadataRequest *mreq, struct MetadataResponse *resp)
+{
+	bool all = mreq->Topics.n < 0 || (rq->hdr.api_version == 0 && mreq->Topics.n == 0);
+	int ntopics;
+	struct topic **topics = registry_topics(rq->b->reg, &ntopics);
+	int32_t n = all ? ntopics : mreq->Topics.n;
+
+	resp->Topics.v = req_alloc(rq, (size_t)n, sizeof(*resp->Topics.v));
+	resp->Topics.n = n;
+	for (int32_t i = 0; i < n; i++) {
+		struct MetadataResponseTopic *mt = &resp->Topics.v[i];
+		struct topic *t = all ? topics[i] : NULL;
+
+		MetadataResponseTopic_init(mt);
+		if (!all) {
+			mt->Name = mreq->Topics.v[i].Name;
+			mt->ErrorCode = metadata_lookup(rq, mreq, mt->Name, &t);
+			/* a topic created just now may have moved the sorted array */
+			topics = registry_topics(rq->b->reg, &ntopics);
+		}
+		if (t)
+			metadata_topic(rq, t, mt);
+	}
+}
+
+int h_metadata(struct req *rq, const void *in, void *out)
+{
+	const struct MetadataRequest *mreq = in;
+	struct MetadataResponse *resp = out;
+	struct broker *b = rq->b;
+
+	resp->Brokers.n = 1;
+	resp->Brokers.v = req_alloc(rq, 1, sizeof(*resp->Brokers.v));
+	MetadataResponseBroker_init(&resp->Brokers.v[0]);
+	resp->Brokers.v[0].NodeId = b->node_id;
+	resp->Brokers.v[0].Host = kstr_c(b->host);
+	resp->Brokers.v[0].Port = b->port;
+	resp->ClusterId = kstr_c(b->cluster_id);
+	resp->ControllerId = b->node_id;
+	metadata_topics(rq, mreq, resp);
+	return H_REPLY;
+}

@@ -1,0 +1,83 @@
+/*
+ * h_offsets.c - ListOffsets: earliest (-2), latest (-1: the high
+ * watermark, or the last stable offset for read_committed), max timestamp
+ * (-3, v7+) and the first offset at or after a timestamp.
+ */
+#include <stdint.h>
+
+#include "broker/broker.h"
+#include "broker/handlers.h"
+#include "broker/registry.h"
+#include "log/partition.h"
+#include "proto/kerr.h"
+
+#define LIST_OFFSETS_LATEST (-1)
+#define LIST_OFFSETS_EARLIEST (-2)
+#define LIST_OFFSETS_MAX_TIMESTAMP (-3)
+
+static void list_offsets_partition(struct req *rq, int8_t isolation, struct topic *t,
+				   const struct ListOffsetsRequestPartition *in,
+				   struct ListOffsetsResponsePartition *out)
+{
+	struct part *part = t ? registry_part(t, in->PartitionIndex) : NULL;
+	int64_t offset = -1, ts = -1;
+
+	ListOffsetsResponsePartition_init(out);
+	out->PartitionIndex = in->PartitionIndex;
+	if (!part) {
+		out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		return;
+	}
+	switch (in->Timestamp) {
+	case LIST_OFFSETS_LATEST:
+		offset = part_high_watermark(part); /* = last stable offset until transactions */
+		(void)isolation;
+		break;
+	case LIST_OFFSETS_EARLIEST:
+		offset = part_log_start_offset(part);
+		break;
+	case LIST_OFFSETS_MAX_TIMESTAMP:
+		if (rq->hdr.api_version < 7) {
+			out->ErrorCode = KERR_UNSUPPORTED_VERSION;
+			return;
+		}
+		part_max_timestamp(part, &offset, &ts);
+		break;
+	default:
+		if (in->Timestamp < 0) {
+			out->ErrorCode = KERR_UNSUPPORTED_VERSION;
+			return;
+		}
+		if (part_offset_for_time(part, in->Timestamp, &offset, &ts) < 0)
+			offset = ts = -1;
+	}
+	out->Offset = offset;
+	out->Timestamp = ts;
+	out->LeaderEpoch = 0;
+	if (rq->hdr.api_version == 0 && offset >= 0) {
+		out->OldStyleOffsets.n = 1;
+		out->OldStyleOffsets.v = req_alloc(rq, 1, sizeof(int64_t));
+		out->OldStyleOffsets.v[0] = offset;
+	}
+}
+
+int h_list_offsets(struct req *rq, const void *in, void *out)
+{
+	const struct ListOffsetsRequest *lreq = in;
+	struct ListOffsetsResponse *resp = out;
+
+	resp->Topics.n = lreq->Topics.n > 0 ? lreq->Topics.n : 0;
+	resp->Topics.v = req_alloc(rq, (size_t)resp->Topics.n, sizeof(*resp->Topics.v));
+	for (int32_t i = 0; i < resp->Topics.n; i++) {
+		const struct ListOffsetsRequestTopic *it = &lreq->Topics.v[i];
+		struct ListOffsetsResponseTopic *ot = &resp->Topics.v[i];
+		struct topic *t = registry_find(rq->b->reg, it->Name);
+
+		ot->Name = it->Name;
+		ot->Partitions.n = it->Partitions.n > 0 ? it->Partitions.n : 0;
+		ot->Partitions.v = req_alloc(rq, (size_t)ot->Partitions.n, sizeof(*ot->Partitions.v));
+		for (int32_t j = 0; j < ot->Partitions.n; j++)
+			list_offsets_partition(rq, lreq->IsolationLevel, t, &it->Partitions.v[j], &ot->Partitions.v[j]);
+	}
+	return H_REPLY;
+}

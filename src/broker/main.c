@@ -1,0 +1,36 @@
+/*
+ * main.c - the gregor broker executable:
+ *   gregor [--help] [--version] [server.properties] [--override key=value ...]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/broker.h"
+#include "broker/config.h"
+#include "broker/server.h"
+#include "util/log.h"
+
+int main(int argc, char **argv)
+{
+	static struct broker b;
+	const char *path = NULL;
+	int rc = config_parse_args(argc, argv, &b.cfg, &path);
+
+	if (rc != CONFIG_ARGS_RUN)
+		return rc;
+	if (b.cfg.log_debug && b.cfg.log_debug[0] && log_set_debug(b.cfg.log_debug) < 0) {
+		fprintf(stderr, "gregor: log.debug: unknown category in '%s' (net,proto,log,group,txn,broker,all)\n",
+			b.cfg.log_debug);
+		return 2;
+	}
+	log_info("gregor %s starting (config %s)", GREGOR_VERSION, path ? path : "defaults");
+	if (server_start(&b) < 0) {
+		log_error("start-up failed");
+		return 1;
+	}
+	server_run(&b);
+	server_stop(&b);
+	config_release(&b.cfg);
+	return 0;
+}

@@ -1,0 +1,703 @@
+/*
+ * registry.c - topics and partitions on disk and in memory (see
+ * registry.h for the files it owns).
+ */
+#include "broker/registry.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log/partition.h"
+#include "util/log.h"
+
+#define CHECKPOINT_FILE "recovery-point-offset-checkpoint"
+#define CLEAN_MARKER ".kafka_cleanshutdown"
+
+struct registry {
+	const struct broker_cfg *cfg;
+	char *dir;
+	char cluster_id[64];
+	struct topic **topics; /* sorted by name */
+	int ntopics, cap;
+};
+
+bool topic_name_valid(struct kstr name)
+{
+	if (name.len <= 0 || name.len > 249)
+		return false;
+	if ((name.len == 1 && name.p[0] == '.') || (name.len == 2 && name.p[0] == '.' && name.p[1] == '.'))
+		return false;
+	for (int32_t i = 0; i < name.len; i++) {
+		char ch = name.p[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '.' || ch == '_' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+const char *registry_cluster_id(const struct registry *reg) { return reg->cluster_id; }
+
+int32_t registry_leader(const struct registry *reg, const struct topic *t, int32_t partition)
+{
+	(void)t;
+	(void)partition;
+	return reg->cfg->node_id;
+}
+
+struct part *registry_part(const struct topic *t, int32_t partition)
+{
+	if (partition < 0 || partition >= t->nparts)
+		return NULL;
+	return t->parts[partition];
+}
+
+/* Binary search; returns the index of name or where it would go (negative - 1). */
+static int registry_index(const struct registry *reg, struct kstr name)
+{
+	int lo = 0, hi = reg->ntopics - 1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		const char *tn = reg->topics[mid]->name;
+		int c = strncmp(tn, name.p, (size_t)name.len);
+
+		if (c == 0 && tn[name.len] != '\0')
+			c = 1;
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -lo - 1;
+}
+
+struct topic *registry_find(struct registry *reg, struct kstr name)
+{
+	int i;
+
+	if (name.len <= 0)
+		return NULL;
+	i = registry_index(reg, name);
+	return i >= 0 ? reg->topics[i] : NULL;
+}
+
+struct topic **registry_topics(struct registry *reg, int *n)
+{
+	*n = reg->ntopics;
+	return reg->topics;
+}
+
+static int registry_insert(struct registry *reg, struct topic *t)
+{
+	int i = registry_index(reg, kstr_c(t->name));
+
+	if (i >= 0)
+		return -EEXIST;
+	i = -i - 1;
+	if (reg->ntopics == reg->cap) {
+		int cap = reg->cap ? reg->cap * 2 : 16;
+		struct topic **nt = realloc(reg->topics, (size_t)cap * sizeof(*nt));
+
+		if (!nt)
+			return -ENOMEM;
+		reg->topics = nt;
+		reg->cap = cap;
+	}
+	memmove(reg->topics + i + 1, reg->topics + i, (size_t)(reg->ntopics - i) * sizeof(*reg->topics));
+	reg->topics[i] = t;
+	reg->ntopics++;
+	return 0;
+}
+
+static void registry_remove(struct registry *reg, struct topic *t)
+{
+	int i = registry_index(reg, kstr_c(t->name));
+
+	if (i < 0)
+		return;
+	memmove(reg->topics + i, reg->topics + i + 1, (size_t)(reg->ntopics - i - 1) * sizeof(*reg->topics));
+	reg->ntopics--;
+}
+
+static char *part_dir(const struct registry *reg, const char *topic, int32_t p)
+{
+	char *d = NULL;
+
+	if (asprintf(&d, "%s/%s-%d", reg->dir, topic, p) < 0)
+		return NULL;
+	return d;
+}
+
+/* ---- small files ---- */
+
+/* Writes contents to path atomically (temp file, fsync, rename, fsync dir). */
+static int write_file_atomic(const char *dir, const char *path, const char *contents)
+{
+	char tmp[PATH_MAX];
+	int fd, err = 0, dfd;
+	size_t len = strlen(contents);
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, contents, len) != (ssize_t)len || fsync(fd) < 0)
+		err = errno ? -errno : -EIO;
+	close(fd);
+	if (!err && rename(tmp, path) < 0)
+		err = -errno;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return err;
+}
+
+static char *read_small_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf;
+	size_t n;
+
+	if (!f)
+		return NULL;
+	buf = calloc(1, 65537);
+	n = buf ? fread(buf, 1, 65536, f) : 0;
+	fclose(f);
+	if (buf)
+		buf[n] = '\0';
+	return buf;
+}
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* Kafka prints Uuids as 22 characters of unpadded base64url. */
+static void uuid_to_b64(const struct kuuid *u, char out[23])
+{
+	int bits = 0, o = 0;
+	uint32_t acc = 0;
+
+	for (int i = 0; i < 16; i++) {
+		acc = (acc << 8) | u->b[i];
+		bits += 8;
+		while (bits >= 6) {
+			out[o++] = b64url[(acc >> (bits - 6)) & 63];
+			bits -= 6;
+		}
+	}
+	if (bits)
+		out[o++] = b64url[(acc << (6 - bits)) & 63];
+	out[o] = '\0';
+}
+
+static int uuid_from_b64(const char *s, struct kuuid *u)
+{
+	int bits = 0, o = 0;
+	uint32_t acc = 0;
+
+	for (int i = 0; s[i] && o < 16; i++) {
+		const char *p = strchr(b64url, s[i]);
+
+		if (!p || !s[i])
+			return -EINVAL;
+		acc = (acc << 6) | (uint32_t)(p - b64url);
+		bits += 6;
+		if (bits >= 8) {
+			u->b[o++] = (uint8_t)(acc >> (bits - 8));
+			bits -= 8;
+		}
+	}
+	return o == 16 ? 0 : -EINVAL;
+}
+
+static void uuid_random(struct kuuid *u)
+{
+	do {
+		if (getrandom(u->b, sizeof(u->b), 0) != (ssize_t)sizeof(u->b))
+			for (size_t i = 0; i < sizeof(u->b); i++)
+				u->b[i] = (uint8_t)rand();
+		u->b[6] = (u->b[6] & 0x0f) | 0x40; /* version 4 */
+		u->b[8] = (u->b[8] & 0x3f) | 0x80;
+	} while (u->b[0] == 0); /* never the zero uuid or Kafka's reserved ids */
+}
+
+static int write_partition_metadata(const char *dir, const struct kuuid *id)
+{
+	char path[PATH_MAX], txt[64], b64[23];
+
+	uuid_to_b64(id, b64);
+	snprintf(path, sizeof(path), "%s/partition.metadata", dir);
+	snprintf(txt, sizeof(txt), "version: 0\ntopic_id: %s\n", b64);
+	return write_file_atomic(dir, path, txt);
+}
+
+static int read_partition_metadata(const char *dir, struct kuuid *id)
+{
+	char path[PATH_MAX];
+	char *txt, *p;
+	int err = -ENOENT;
+
+	snprintf(path, sizeof(path), "%s/partition.metadata", dir);
+	txt = read_small_file(path);
+	if (!txt)
+		return -ENOENT;
+	p = strstr(txt, "topic_id:");
+	if (p) {
+		p += strlen("topic_id:");
+		while (*p == ' ')
+			p++;
+		p[strcspn(p, "\r\n")] = '\0';
+		err = uuid_from_b64(p, id);
+	}
+	free(txt);
+	return err;
+}
+
+/* ---- meta.properties and checkpoints ---- */
+
+static int registry_load_meta(struct registry *reg)
+{
+	char path[PATH_MAX], txt[256];
+	char *old, *p;
+	struct kuuid u;
+
+	snprintf(path, sizeof(path), "%s/meta.properties", reg->dir);
+	old = read_small_file(path);
+	if (old && (p = strstr(old, "cluster.id=")) != NULL) {
+		p += strlen("cluster.id=");
+		p[strcspn(p, "\r\n")] = '\0';
+		snprintf(reg->cluster_id, sizeof(reg->cluster_id), "%s", p);
+	}
+	free(old);
+	if (reg->cfg->cluster_id && reg->cfg->cluster_id[0])
+		snprintf(reg->cluster_id, sizeof(reg->cluster_id), "%s", reg->cfg->cluster_id);
+	if (!reg->cluster_id[0]) {
+		uuid_random(&u);
+		uuid_to_b64(&u, reg->cluster_id);
+	}
+	snprintf(txt, sizeof(txt), "#gregor\nversion=1\nnode.id=%d\ncluster.id=%s\n", reg->cfg->node_id,
+		 reg->cluster_id);
+	return write_file_atomic(reg->dir, path, txt);
+}
+
+struct ckpt_entry {
+	char *topic;
+	int32_t partition;
+	int64_t offset;
+};
+
+static int ckpt_load(const char *dir, struct ckpt_entry **out, int *n)
+{
+	char path[PATH_MAX], topic[256];
+	FILE *f;
+	int version, count, i = 0;
+	struct ckpt_entry *v;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, CHECKPOINT_FILE);
+	f = fopen(path, "re");
+	if (!f)
+		return -ENOENT;
+	if (fscanf(f, "%d %d", &version, &count) != 2 || version != 0 || count < 0 || count > 10000000) {
+		fclose(f);
+		log_warn("'%s' is malformed; every partition will be recovered from its start", path);
+		return -EBADMSG;
+	}
+	v = calloc((size_t)count + 1, sizeof(*v));
+	while (v && i < count) {
+		long long off;
+		int p;
+
+		if (fscanf(f, "%255s %d %lld", topic, &p, &off) != 3)
+			break;
+		v[i].topic = strdup(topic);
+		v[i].partition = p;
+		v[i].offset = off;
+		i++;
+	}
+	fclose(f);
+	*out = v;
+	*n = i;
+	return 0;
+}
+
+static int64_t ckpt_find(const struct ckpt_entry *v, int n, const char *topic, int32_t p)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i].partition == p && v[i].topic && !strcmp(v[i].topic, topic))
+			return v[i].offset;
+	return -1;
+}
+
+static void ckpt_free(struct ckpt_entry *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(v[i].topic);
+	free(v);
+}
+
+int registry_checkpoint(struct registry *reg)
+{
+	size_t cap = 4096, len = 0;
+	char *txt = malloc(cap), path[PATH_MAX];
+	int count = 0, err;
+
+	for (int i = 0; i < reg->ntopics; i++)
+		count += reg->topics[i]->nparts;
+	if (!txt)
+		return -ENOMEM;
+	len += (size_t)snprintf(txt, cap, "0\n%d\n", count);
+	for (int i = 0; i < reg->ntopics; i++) {
+		struct topic *t = reg->topics[i];
+
+		for (int32_t p = 0; p < t->nparts; p++) {
+			if (cap - len < 300) {
+				char *nt = realloc(txt, cap * 2);
+
+				if (!nt) {
+					free(txt);
+					return -ENOMEM;
+				}
+				txt = nt;
+				cap *= 2;
+			}
+			len += (size_t)snprintf(txt + len, cap - len, "%s %d %lld\n", t->name, p,
+						(long long)part_recovery_point(t->parts[p]));
+		}
+	}
+	snprintf(path, sizeof(path), "%s/%s", reg->dir, CHECKPOINT_FILE);
+	err = write_file_atomic(reg->dir, path, txt);
+	free(txt);
+	return err;
+}
+
+/* ---- topics ---- */
+
+static void registry_part_cfg(const struct topic_cfg *tc, struct part_cfg *pc)
+{
+	part_cfg_default(pc);
+	pc->segment_bytes = tc->segment_bytes;
+	pc->segment_ms = tc->segment_ms;
+	pc->retention_ms = tc->retention_ms;
+	pc->retention_bytes = tc->retention_bytes;
+	pc->index_interval_bytes = tc->index_interval_bytes;
+	pc->segment_index_bytes = tc->segment_index_bytes;
+	pc->log_append_time = tc->message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME;
+}
+
+static void topic_free(struct topic *t)
+{
+	if (!t)
+		return;
+	free(t->parts);
+	topic_cfg_release(&t->cfg);
+	free(t->name);
+	free(t);
+}
+
+static struct topic *topic_alloc(const char *name, int32_t nparts)
+{
+	struct topic *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->name = strdup(name);
+	t->parts = calloc((size_t)(nparts ? nparts : 1), sizeof(*t->parts));
+	t->internal = name[0] == '_' && name[1] == '_';
+	if (!t->name || !t->parts) {
+		free(t->parts);
+		free(t->name);
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static int registry_open_part(struct registry *reg, struct topic *t, int32_t p, int64_t recovery_point)
+{
+	struct part_cfg pc;
+	char *dir = part_dir(reg, t->name, p);
+	int err;
+
+	if (!dir)
+		return -ENOMEM;
+	registry_part_cfg(&t->cfg, &pc);
+	err = part_open(dir, &pc, recovery_point, 0, &t->parts[p]);
+	if (!err && read_partition_metadata(dir, &(struct kuuid){ { 0 } }) < 0)
+		err = write_partition_metadata(dir, &t->id);
+	if (err)
+		log_error("cannot open partition '%s': %s", dir, strerror(-err));
+	free(dir);
+	return err;
+}
+
+static int topic_cfg_path(const struct registry *reg, const char *topic, char *path, size_t n)
+{
+	return snprintf(path, n, "%s/%s-0/topic.properties", reg->dir, topic) >= (int)n ? -ENAMETOOLONG : 0;
+}
+
+/* Parses "<topic>-<n>"; returns n or -1. topic gets the name part. */
+static int32_t parse_part_dir(const char *name, char *topic, size_t n)
+{
+	const char *dash = strrchr(name, '-');
+	char *end;
+	long p;
+
+	if (!dash || dash == name || !dash[1] || (size_t)(dash - name) >= n)
+		return -1;
+	p = strtol(dash + 1, &end, 10);
+	if (*end || p < 0 || p > INT32_MAX)
+		return -1;
+	memcpy(topic, name, (size_t)(dash - name));
+	topic[dash - name] = '\0';
+	if (!topic_name_valid(kstr_c(topic)))
+		return -1;
+	return (int32_t)p;
+}
+
+/* Finds or creates the in-memory topic for a partition directory found on disk. */
+static struct topic *registry_found(struct registry *reg, const char *topic, int32_t p)
+{
+	struct topic *t = registry_find(reg, kstr_c(topic));
+
+	if (!t) {
+		t = topic_alloc(topic, 0);
+		if (!t || registry_insert(reg, t) < 0) {
+			topic_free(t);
+			return NULL;
+		}
+		topic_cfg_init(&t->cfg, reg->cfg);
+	}
+	if (p + 1 > t->nparts) {
+		struct part **np = realloc(t->parts, (size_t)(p + 1) * sizeof(*np));
+
+		if (!np)
+			return NULL;
+		memset(np + t->nparts, 0, (size_t)(p + 1 - t->nparts) * sizeof(*np));
+		t->parts = np;
+		t->nparts = p + 1;
+	}
+	return t;
+}
+
+static int registry_scan(struct registry *reg)
+{
+	DIR *d = opendir(reg->dir);
+	struct dirent *e;
+	char topic[256];
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) != NULL) {
+		int32_t p = parse_part_dir(e->d_name, topic, sizeof(topic));
+
+		if (p < 0 || e->d_type == DT_REG)
+			continue;
+		if (!registry_found(reg, topic, p)) {
+			closedir(d);
+			return -ENOMEM;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+/* Opens the partitions of every topic found by registry_scan(). */
+static int registry_open_all(struct registry *reg, bool clean)
+{
+	struct ckpt_entry *ck = NULL;
+	int nck = 0, err = 0;
+	char path[PATH_MAX], dir0[PATH_MAX], why[256];
+
+	if (!clean)
+		ckpt_load(reg->dir, &ck, &nck);
+	for (int i = 0; i < reg->ntopics && !err; i++) {
+		struct topic *t = reg->topics[i];
+
+		snprintf(dir0, sizeof(dir0), "%s/%s-0", reg->dir, t->name);
+		if (read_partition_metadata(dir0, &t->id) < 0)
+			uuid_random(&t->id);
+		if (topic_cfg_path(reg, t->name, path, sizeof(path)) == 0 && access(path, F_OK) == 0 &&
+		    topic_cfg_load(&t->cfg, path, why, sizeof(why)) < 0)
+			log_warn("topic '%s': cannot load '%s' (%s); using defaults", t->name, path, why);
+		for (int32_t p = 0; p < t->nparts && !err; p++) {
+			int64_t rp = clean ? INT64_MAX : ckpt_find(ck, nck, t->name, p);
+
+			err = registry_open_part(reg, t, p, rp);
+		}
+	}
+	ckpt_free(ck, nck);
+	return err;
+}
+
+int registry_open(const struct broker_cfg *cfg, struct registry **out)
+{
+	struct registry *reg = calloc(1, sizeof(*reg));
+	char marker[PATH_MAX];
+	bool clean;
+	int err, nparts = 0;
+
+	if (!reg)
+		return -ENOMEM;
+	reg->cfg = cfg;
+	reg->dir = strdup(cfg->log_dirs);
+	if (!reg->dir)
+		return -ENOMEM;
+	reg->dir[strcspn(reg->dir, ",")] = '\0'; /* one log dir on a single node */
+	if (mkdir(reg->dir, 0755) < 0 && errno != EEXIST) {
+		err = -errno;
+		log_error("cannot create log dir '%s': %s", reg->dir, strerror(errno));
+		return err;
+	}
+	err = registry_load_meta(reg);
+	if (err) {
+		log_error("cannot write '%s/meta.properties': %s", reg->dir, strerror(-err));
+		return err;
+	}
+	snprintf(marker, sizeof(marker), "%s/%s", reg->dir, CLEAN_MARKER);
+	clean = access(marker, F_OK) == 0;
+	err = registry_scan(reg);
+	if (!err)
+		err = registry_open_all(reg, clean);
+	if (err)
+		return err;
+	unlink(marker); /* from now on a crash must be recovered from */
+	for (int i = 0; i < reg->ntopics; i++)
+		nparts += reg->topics[i]->nparts;
+	log_info("loaded %d topics with %d partitions from '%s' (%s)", reg->ntopics, nparts, reg->dir,
+		 clean ? "clean shutdown, no recovery needed" : "recovered after an unclean shutdown");
+	*out = reg;
+	return 0;
+}
+
+void registry_close(struct registry *reg)
+{
+	char marker[PATH_MAX];
+	int fd;
+
+	for (int i = 0; i < reg->ntopics; i++)
+		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
+			part_sync(reg->topics[i]->parts[p]);
+	registry_checkpoint(reg);
+	for (int i = 0; i < reg->ntopics; i++) {
+		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
+			part_close(reg->topics[i]->parts[p]);
+		topic_free(reg->topics[i]);
+	}
+	snprintf(marker, sizeof(marker), "%s/%s", reg->dir, CLEAN_MARKER);
+	fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(reg->topics);
+	free(reg->dir);
+	free(reg);
+}
+
+int registry_create(struct registry *reg, struct kstr name, int32_t nparts, const struct topic_cfg *tcfg,
+		    struct topic **out)
+{
+	char namebuf[256];
+	struct topic *t;
+	int err;
+
+	if (!topic_name_valid(name))
+		return -EINVAL;
+	if (registry_find(reg, name))
+		return -EEXIST;
+	memcpy(namebuf, name.p, (size_t)name.len);
+	namebuf[name.len] = '\0';
+	t = topic_alloc(namebuf, nparts);
+	if (!t)
+		return -ENOMEM;
+	t->nparts = nparts;
+	topic_cfg_copy(&t->cfg, tcfg);
+	uuid_random(&t->id);
+	for (int32_t p = 0; p < nparts; p++) {
+		err = registry_open_part(reg, t, p, INT64_MAX);
+		if (err)
+			goto out_undo;
+	}
+	err = registry_save_cfg(reg, t);
+	if (!err)
+		err = registry_insert(reg, t);
+	if (err)
+		goto out_undo;
+	log_info("created topic '%s' with %d partitions", t->name, nparts);
+	*out = t;
+	return 0;
+out_undo:
+	for (int32_t p = 0; p < nparts; p++)
+		if (t->parts[p])
+			part_delete(t->parts[p]);
+	topic_free(t);
+	return err;
+}
+
+int registry_delete(struct registry *reg, struct topic *t)
+{
+	registry_remove(reg, t);
+	for (int32_t p = 0; p < t->nparts; p++)
+		part_delete(t->parts[p]);
+	log_info("deleted topic '%s'", t->name);
+	topic_free(t);
+	return 0;
+}
+
+int registry_add_partitions(struct registry *reg, struct topic *t, int32_t total)
+{
+	struct part **np;
+	int err = 0;
+
+	if (total <= t->nparts)
+		return -EINVAL;
+	np = realloc(t->parts, (size_t)total * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	t->parts = np;
+	for (int32_t p = t->nparts; p < total && !err; p++) {
+		t->parts[p] = NULL;
+		err = registry_open_part(reg, t, p, INT64_MAX);
+		if (!err)
+			t->nparts = p + 1;
+	}
+	log_info("topic '%s' now has %d partitions", t->name, t->nparts);
+	return err;
+}
+
+int registry_save_cfg(struct registry *reg, struct topic *t)
+{
+	char path[PATH_MAX];
+	struct part_cfg pc;
+	int err = topic_cfg_path(reg, t->name, path, sizeof(path));
+
+	if (!err)
+		err = topic_cfg_save(&t->cfg, path);
+	registry_part_cfg(&t->cfg, &pc);
+	for (int32_t p = 0; p < t->nparts; p++)
+		if (t->parts[p])
+			part_set_cfg(t->parts[p], &pc);
+	return err;
+}
+
+void registry_retain(struct registry *reg, int64_t now_ms)
+{
+	for (int i = 0; i < reg->ntopics; i++)
+		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
+			part_retain(reg->topics[i]->parts[p], now_ms);
+}

@@ -1,0 +1,66 @@
+/*
+ * registry.h - the topics and partitions this broker holds.
+ *
+ * On disk each partition is a directory <log.dirs>/<topic>-<partition>/
+ * (see log/partition.h).  Beside the partitions, in <log.dirs>:
+ *   meta.properties                  version=1, node.id, cluster.id
+ *   recovery-point-offset-checkpoint "0\n<count>\n<topic> <partition> <offset>\n"...
+ *   .kafka_cleanshutdown             present only after a clean shutdown
+ * and in every partition directory, as Kafka has it:
+ *   partition.metadata               "version: 0\ntopic_id: <base64url id>\n"
+ * plus, in partition 0's directory, topic.properties with the topic's
+ * explicitly set configs.
+ *
+ * "Which broker leads this partition" is answered only by
+ * registry_leader(), so that cluster mode can change it in one place.
+ */
+#ifndef GREGOR_BROKER_REGISTRY_H
+#define GREGOR_BROKER_REGISTRY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "broker/config.h"
+#include "broker/topic_config.h"
+#include "util/buf.h"
+
+struct part;
+struct registry;
+
+struct topic {
+	char *name;
+	struct kuuid id;
+	int32_t nparts;
+	struct part **parts;
+	struct topic_cfg cfg;
+	bool internal; /* __consumer_offsets, __transaction_state */
+};
+
+/* Opens every partition under log.dirs (recovering after a crash). */
+int registry_open(const struct broker_cfg *cfg, struct registry **out);
+/* Clean shutdown: closes partitions, writes checkpoints and the marker. */
+void registry_close(struct registry *reg);
+const char *registry_cluster_id(const struct registry *reg);
+
+struct topic *registry_find(struct registry *reg, struct kstr name);
+/* Returns 0, -EEXIST, -EINVAL (bad name), or -errno from the disk. */
+int registry_create(struct registry *reg, struct kstr name, int32_t nparts,
+		    const struct topic_cfg *tcfg, struct topic **out);
+int registry_delete(struct registry *reg, struct topic *t);
+int registry_add_partitions(struct registry *reg, struct topic *t, int32_t total);
+/* Persists t->cfg and applies it to the open partitions. */
+int registry_save_cfg(struct registry *reg, struct topic *t);
+/* Topics sorted by name; the array is owned by the registry, valid until the next change. */
+struct topic **registry_topics(struct registry *reg, int *n);
+int32_t registry_leader(const struct registry *reg, const struct topic *t, int32_t partition);
+struct part *registry_part(const struct topic *t, int32_t partition); /* NULL if out of range */
+
+/* Kafka's rule: [a-zA-Z0-9._-]{1,249}, not "." or "..". */
+bool topic_name_valid(struct kstr name);
+
+/* Writes the recovery-point checkpoint (called periodically). */
+int registry_checkpoint(struct registry *reg);
+/* Applies retention to every partition. */
+void registry_retain(struct registry *reg, int64_t now_ms);
+
+#endif

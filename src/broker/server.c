@@ -1,0 +1,259 @@
+/*
+ * server.c - listener, accept, signals and housekeeping (see server.h).
+ *
+ * Threads: one event-loop thread runs every request (no locks on the
+ * request path); the syncer thread does fdatasync group commits.  The
+ * design allows one loop per core later; it is measured first.
+ */
+#include "broker/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "broker/api.h"
+#include "broker/handlers.h"
+#include "broker/registry.h"
+#include "broker/syncer.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define HOUSEKEEPING_MS 1000
+
+struct broker *api_broker;
+static struct loop_io server_signal_io;
+static int server_nconns;
+
+/* Splits "PLAINTEXT://host:port" (first entry of a list). */
+static int parse_listener(const char *spec, char *host, size_t hostlen, int32_t *port)
+{
+	const char *p = strstr(spec, "://");
+	const char *colon;
+	size_t n;
+
+	p = p ? p + 3 : spec;
+	n = strcspn(p, ",");
+	colon = memrchr(p, ':', n);
+	if (!colon)
+		return -EINVAL;
+	if ((size_t)(colon - p) >= hostlen)
+		return -EINVAL;
+	memcpy(host, p, (size_t)(colon - p));
+	host[colon - p] = '\0';
+	if (host[0] == '[') { /* [::1] */
+		memmove(host, host + 1, strlen(host));
+		host[strcspn(host, "]")] = '\0';
+	}
+	*port = atoi(colon + 1);
+	return *port >= 0 && *port <= 65535 ? 0 : -EINVAL;
+}
+
+static void server_on_closed(struct conn *c)
+{
+	(void)c;
+	server_nconns--;
+}
+
+static void server_accept(struct loop_io *io, uint32_t events)
+{
+	struct broker *b = (struct broker *)((char *)io - offsetof(struct broker, listen_io));
+	struct conn_cfg cc = {
+		.frame_bytes_max = b->cfg.socket_request_max_bytes,
+		.out_bytes_max = 64 << 20,
+		.on_request = api_on_request,
+		.on_closed = server_on_closed,
+	};
+
+	(void)events;
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+		struct conn *c;
+
+		if (fd < 0)
+			return;
+		if (server_nconns >= b->cfg.max_connections) {
+			log_warn("refusing a connection: max.connections=%d reached", b->cfg.max_connections);
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (b->cfg.socket_send_buffer_bytes > 0)
+			setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b->cfg.socket_send_buffer_bytes, sizeof(int));
+		if (b->cfg.socket_receive_buffer_bytes > 0)
+			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b->cfg.socket_receive_buffer_bytes, sizeof(int));
+		if (conn_new(b->loop, fd, &cc, &c) == 0) {
+			server_nconns++;
+			log_debug(LOGC_NET, "net", "%s: accepted", conn_peer(c));
+		}
+	}
+}
+
+static int server_listen(struct broker *b)
+{
+	char host[256], portstr[16];
+	int32_t port;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo *ai;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd, one = 1, err;
+
+	if (parse_listener(b->cfg.listeners, host, sizeof(host), &port) < 0) {
+		log_error("listeners: cannot parse '%s' (expected PLAINTEXT://host:port)", b->cfg.listeners);
+		return -EINVAL;
+	}
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	err = getaddrinfo(host[0] ? host : NULL, portstr, &hints, &ai);
+	if (err) {
+		log_error("listeners: cannot resolve '%s': %s", host, gai_strerror(err));
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
+	    listen(fd, b->cfg.socket_listen_backlog_size > 0 ? b->cfg.socket_listen_backlog_size : 511) < 0) {
+		err = -errno;
+		log_error("cannot listen on %s:%d: %s", host, port, strerror(errno));
+		freeaddrinfo(ai);
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	freeaddrinfo(ai);
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					      : ((struct sockaddr_in *)&ss)->sin_port);
+	b->listen_io.fd = fd;
+	b->listen_io.fn = server_accept;
+	/* advertised address: advertised.listeners, else the listener itself */
+	if (b->cfg.advertised_listeners && b->cfg.advertised_listeners[0]) {
+		int32_t aport;
+
+		if (parse_listener(b->cfg.advertised_listeners, b->host, sizeof(b->host), &aport) < 0) {
+			log_error("advertised.listeners: cannot parse '%s'", b->cfg.advertised_listeners);
+			close(fd);
+			return -EINVAL;
+		}
+		b->port = aport ? aport : port;
+	} else {
+		snprintf(b->host, sizeof(b->host), "%s", host);
+		if (!host[0] || !strcmp(host, "0.0.0.0") || !strcmp(host, "::"))
+			gethostname(b->host, sizeof(b->host));
+		b->port = port;
+	}
+	log_info("listening on %s:%d (advertised as %s:%d)", host[0] ? host : "0.0.0.0", port, b->host, b->port);
+	return loop_add(b->loop, &b->listen_io, EPOLLIN);
+}
+
+static void server_on_signal(struct loop_io *io, uint32_t events)
+{
+	struct signalfd_siginfo si;
+	struct broker *b = api_broker;
+
+	(void)events;
+	while (read(io->fd, &si, sizeof(si)) == sizeof(si)) {
+		log_info("received signal %d, shutting down", (int)si.ssi_signo);
+		loop_stop(b->loop);
+	}
+}
+
+static int server_signals(struct broker *b)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	server_signal_io.fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (server_signal_io.fd < 0)
+		return -errno;
+	server_signal_io.fn = server_on_signal;
+	return loop_add(b->loop, &server_signal_io, EPOLLIN);
+}
+
+static void server_housekeeping(struct loop_timer *t)
+{
+	struct broker *b = (struct broker *)((char *)t - offsetof(struct broker, housekeeping));
+	static int64_t last_retain, last_ckpt;
+	int64_t now = clock_mono_ms();
+
+	if (now - last_retain >= b->cfg.log_retention_check_interval_ms) {
+		registry_retain(b->reg, clock_wall_ms());
+		last_retain = now;
+	}
+	if (now - last_ckpt >= 5000) {
+		registry_checkpoint(b->reg);
+		last_ckpt = now;
+	}
+	produce_flush_policy(b, now);
+	loop_timer_set(b->loop, t, now + HOUSEKEEPING_MS);
+}
+
+static void server_on_wake(void *arg)
+{
+	produce_on_synced(arg);
+}
+
+void broker_after_events(void *arg)
+{
+	struct broker *b = arg;
+
+	if (b->appended) {
+		b->appended = false;
+		fetch_wake(b);
+	}
+	conn_reap();
+}
+
+int server_start(struct broker *b)
+{
+	int err;
+
+	api_broker = b;
+	b->node_id = b->cfg.node_id;
+	err = loop_new(&b->loop);
+	if (!err)
+		err = registry_open(&b->cfg, &b->reg);
+	if (err)
+		return err;
+	snprintf(b->cluster_id, sizeof(b->cluster_id), "%s", registry_cluster_id(b->reg));
+	err = syncer_start(b->loop, &b->syncer);
+	if (!err)
+		err = server_signals(b);
+	if (!err)
+		err = server_listen(b);
+	if (err)
+		return err;
+	loop_on_wake(b->loop, server_on_wake, b);
+	loop_on_idle(b->loop, broker_after_events, b);
+	loop_timer_init(&b->housekeeping, server_housekeeping);
+	loop_timer_set(b->loop, &b->housekeeping, clock_mono_ms() + HOUSEKEEPING_MS);
+	return 0;
+}
+
+int server_run(struct broker *b)
+{
+	return loop_run(b->loop);
+}
+
+void server_stop(struct broker *b)
+{
+	int64_t t0 = clock_mono_ms();
+
+	close(b->listen_io.fd);
+	syncer_stop(b->syncer);
+	registry_close(b->reg);
+	log_info("clean shutdown complete in %lld ms", (long long)(clock_mono_ms() - t0));
+}

@@ -1,0 +1,162 @@
+/* syncer.c - the fsync group-commit thread (see syncer.h). */
+#include "broker/syncer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log/partition.h"
+#include "util/log.h"
+
+struct syncer {
+	struct loop *loop;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;       /* work arrived, or stop */
+	pthread_cond_t idle_cv;  /* a round finished */
+	struct part **dirty;     /* protected by mu */
+	int ndirty, dirty_cap;
+	struct part **busy;      /* being synced by the thread */
+	int nbusy;
+	uint64_t next_round;     /* ticket handed to new work */
+	uint64_t done_round;     /* read by the loop without the lock */
+	uint64_t failed_round;   /* last round with a failed sync */
+	bool stop;
+};
+
+static bool syncer_has(struct part **v, int n, struct part *part)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == part)
+			return true;
+	return false;
+}
+
+static int syncer_round(struct syncer *s, struct part **parts, int n)
+{
+	int failed = 0;
+
+	for (int i = 0; i < n; i++) {
+		int err = part_sync(parts[i]);
+
+		if (err) {
+			log_error("fdatasync failed: %s", strerror(-err));
+			failed = 1;
+		}
+	}
+	(void)s;
+	return failed;
+}
+
+static void *syncer_main(void *arg)
+{
+	struct syncer *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		uint64_t round;
+		int failed;
+
+		while (!s->ndirty && !s->stop)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (!s->ndirty && s->stop)
+			break;
+		s->busy = s->dirty;
+		s->nbusy = s->ndirty;
+		s->dirty = NULL;
+		s->ndirty = s->dirty_cap = 0;
+		round = s->next_round++;
+		pthread_mutex_unlock(&s->mu);
+		failed = syncer_round(s, s->busy, s->nbusy);
+		pthread_mutex_lock(&s->mu);
+		free(s->busy);
+		s->busy = NULL;
+		s->nbusy = 0;
+		if (failed)
+			s->failed_round = round;
+		__atomic_store_n(&s->done_round, round, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&s->idle_cv);
+		loop_wake(s->loop);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+int syncer_start(struct loop *loop, struct syncer **out)
+{
+	struct syncer *s = calloc(1, sizeof(*s));
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->loop = loop;
+	s->next_round = 1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	pthread_cond_init(&s->idle_cv, NULL);
+	err = pthread_create(&s->thread, NULL, syncer_main, s);
+	if (err) {
+		free(s);
+		return -err;
+	}
+	*out = s;
+	return 0;
+}
+
+void syncer_stop(struct syncer *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->stop = true;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->thread, NULL);
+	free(s->dirty);
+	free(s);
+}
+
+uint64_t syncer_want(struct syncer *s, struct part *part)
+{
+	uint64_t ticket;
+
+	pthread_mutex_lock(&s->mu);
+	if (!syncer_has(s->dirty, s->ndirty, part)) {
+		if (s->ndirty == s->dirty_cap) {
+			int cap = s->dirty_cap ? s->dirty_cap * 2 : 16;
+			struct part **nd = realloc(s->dirty, (size_t)cap * sizeof(*nd));
+
+			if (!nd)
+				abort();
+			s->dirty = nd;
+			s->dirty_cap = cap;
+		}
+		s->dirty[s->ndirty++] = part;
+		pthread_cond_signal(&s->cv);
+	}
+	ticket = s->next_round;
+	pthread_mutex_unlock(&s->mu);
+	return ticket;
+}
+
+uint64_t syncer_done(struct syncer *s) { return __atomic_load_n(&s->done_round, __ATOMIC_ACQUIRE); }
+
+bool syncer_failed(struct syncer *s, uint64_t ticket)
+{
+	bool failed;
+
+	pthread_mutex_lock(&s->mu);
+	failed = s->failed_round && s->failed_round >= ticket;
+	pthread_mutex_unlock(&s->mu);
+	return failed;
+}
+
+void syncer_forget(struct syncer *s, struct part *part)
+{
+	pthread_mutex_lock(&s->mu);
+	for (int i = 0; i < s->ndirty; i++)
+		if (s->dirty[i] == part)
+			s->dirty[i--] = s->dirty[--s->ndirty];
+	while (syncer_has(s->busy, s->nbusy, part))
+		pthread_cond_wait(&s->idle_cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}

@@ -1,0 +1,50 @@
+/*
+ * part_int.h - struct part, shared by partition.c and retain.c only.
+ *
+ * Locking: mu guards what the flusher thread reads or writes: the segs
+ * array (pointers and count), leo, recovery_point, unflushed and
+ * dir_dirty.  The event-loop thread is the only writer of everything, so
+ * it reads without the lock and writes those fields under it.  mu is
+ * never held across I/O except the unlink-free array edits.
+ */
+#ifndef GREGOR_LOG_PART_INT_H
+#define GREGOR_LOG_PART_INT_H
+
+#include <pthread.h>
+
+#include "log/epochs.h"
+#include "log/partition.h"
+#include "log/segment.h"
+
+#define LOG_START_FILE "log-start-offset"
+#define PART_SCRATCH_BYTES (64 * 1024) /* window for batch-header scans */
+
+struct part {
+	char *dir;
+	int dir_fd;                 /* for fsync after creating/renaming files */
+	struct part_cfg cfg;
+	pthread_mutex_t mu;
+	struct seg **segs;          /* ascending base offsets; the last is active (mu) */
+	int nsegs, segs_cap;        /* (mu) */
+	int64_t log_start_offset;
+	int64_t leo;                /* log end offset (mu) */
+	int64_t hw;                 /* high watermark: = leo on one node */
+	int64_t recovery_point;     /* everything below is synced (mu) */
+	int64_t unflushed;          /* records appended since the last sync (mu) */
+	bool dir_dirty;             /* a segment was created since the last sync (mu) */
+	int32_t leader_epoch;       /* stamped into appended batches */
+	struct epochs epochs;
+	uint8_t *scratch;           /* PART_SCRATCH_BYTES, event-loop thread only */
+};
+
+static inline struct seg *part_active(const struct part *part)
+{
+	return part->segs[part->nsegs - 1];
+}
+
+/* Removes the first n segments (not the active one), unlinking their files. */
+void part_drop_head(struct part *part, int n);
+/* Moves the log start forward (and trims the epoch cache). */
+void part_advance_log_start(struct part *part, int64_t offset);
+
+#endif

@@ -1,0 +1,723 @@
+/*
+ * partition.c - one partition's log (directory layout in partition.h):
+ * opening and recovering its segments, append with offset assignment and
+ * segment roll, reads for sendfile, timestamp lookups, and group-committed
+ * durability with the flusher thread.
+ *
+ * Offsets: LEO = active segment's next offset.  Batches are appended with
+ * baseOffset = LEO and advance it by lastOffsetDelta + 1.  The recovery
+ * point only grows, by part_sync; part_open() rescans every segment that
+ * may hold data past it.
+ */
+#include "log/partition.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log/checkpoint.h"
+#include "log/part_int.h"
+#include "log/recover.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+
+void part_cfg_default(struct part_cfg *cfg)
+{
+	cfg->segment_bytes = 1LL << 30;
+	cfg->segment_ms = 7LL * 24 * 3600 * 1000;
+	cfg->retention_ms = 7LL * 24 * 3600 * 1000;
+	cfg->retention_bytes = -1;
+	cfg->index_interval_bytes = 4096;
+	cfg->segment_index_bytes = 10 << 20;
+	cfg->log_append_time = false;
+}
+
+void part_set_cfg(struct part *part, const struct part_cfg *cfg)
+{
+	part->cfg = *cfg;
+	if (part->cfg.segment_bytes > INT32_MAX || part->cfg.segment_bytes < 1)
+		part->cfg.segment_bytes = INT32_MAX;
+	if (part->cfg.segment_index_bytes < TIMEIDX_ENTRY_SIZE * 2)
+		part->cfg.segment_index_bytes = TIMEIDX_ENTRY_SIZE * 2;
+	if (part->cfg.index_interval_bytes < 0)
+		part->cfg.index_interval_bytes = 0;
+}
+
+/* ---- opening ---- */
+
+/* Parses "<20 digits><ext>"; true with *base set if name matches. */
+static bool seg_name_parse(const char *name, const char *ext, int64_t *base)
+{
+	char *end;
+	long long v;
+
+	if (strlen(name) != 20 + strlen(ext) || strcmp(name + 20, ext))
+		return false;
+	for (int i = 0; i < 20; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return false;
+	errno = 0;
+	v = strtoll(name, &end, 10);
+	if (errno || end != name + 20 || v < 0)
+		return false;
+	*base = v;
+	return true;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int part_push_seg(struct part *part, struct seg *seg)
+{
+	if (part->nsegs == part->segs_cap) {
+		int cap = part->segs_cap ? part->segs_cap * 2 : 16;
+		struct seg **ns;
+
+		pthread_mutex_lock(&part->mu);
+		ns = realloc(part->segs, (size_t)cap * sizeof(*ns));
+		if (ns) {
+			part->segs = ns;
+			part->segs_cap = cap;
+		}
+		pthread_mutex_unlock(&part->mu);
+		if (!ns)
+			return -ENOMEM;
+	}
+	pthread_mutex_lock(&part->mu);
+	part->segs[part->nsegs++] = seg;
+	pthread_mutex_unlock(&part->mu);
+	return 0;
+}
+
+/* Lists base offsets of the *.log files, ascending.  OUT *bases (caller frees). */
+static int part_list(struct part *part, int64_t **bases, int *n)
+{
+	DIR *d = opendir(part->dir);
+	struct dirent *de;
+	int64_t *v = NULL, base;
+	int cap = 0, rc = 0;
+
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!seg_name_parse(de->d_name, ".log", &base))
+			continue;
+		if (*n == cap) {
+			int64_t *nv = realloc(v, (size_t)(cap = cap ? cap * 2 : 16) * sizeof(*nv));
+
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		v[(*n)++] = base;
+	}
+	closedir(d);
+	if (*n)
+		qsort(v, (size_t)*n, sizeof(*v), cmp_i64);
+	*bases = v;
+	return rc;
+}
+
+/* Removes index files without a .log and leftover *.tmp files. */
+static void part_remove_orphans(struct part *part)
+{
+	DIR *d = opendir(part->dir);
+	struct dirent *de;
+	int64_t base;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		bool orphan = false, known = false;
+
+		if (seg_name_parse(de->d_name, ".index", &base) ||
+		    seg_name_parse(de->d_name, ".timeindex", &base)) {
+			for (int i = 0; i < part->nsegs && !known; i++)
+				known = part->segs[i]->base_offset == base;
+			orphan = !known;
+		}
+		orphan = orphan || (strlen(de->d_name) > 4 &&
+				    !strcmp(de->d_name + strlen(de->d_name) - 4, ".tmp"));
+		if (orphan) {
+			log_info("log: removing stray file '%s/%s'", part->dir, de->d_name);
+			unlinkat(part->dir_fd, de->d_name, 0);
+		}
+	}
+	closedir(d);
+}
+
+/* Deletes segments from index i on (recovery cut the log before them). */
+static void part_drop_tail(struct part *part, int i)
+{
+	log_warn("log: '%s': deleting %d segment(s) after the truncated one", part->dir,
+		 part->nsegs - i);
+	while (part->nsegs > i) {
+		struct seg *seg = part->segs[part->nsegs - 1];
+
+		pthread_mutex_lock(&part->mu);
+		part->nsegs--;
+		pthread_mutex_unlock(&part->mu);
+		seg_unlink(seg);
+		seg_close(seg);
+	}
+}
+
+/* Loads or recovers segment i; recovery_point decides how much to trust it. */
+static int part_load_seg(struct part *part, int i, int64_t recovery_point)
+{
+	struct seg *seg = part->segs[i];
+	int32_t interval = part->cfg.index_interval_bytes;
+	int64_t truncated = 0;
+	int rc;
+
+	rc = recover_load(seg, interval, part->scratch, PART_SCRATCH_BYTES, &truncated);
+	if (rc == 0 && seg->next_offset > recovery_point)
+		rc = recover_seg(seg, true, interval, part->scratch, PART_SCRATCH_BYTES, &truncated);
+	if (rc < 0)
+		return rc;
+	if (seg->roll_ts < 0 && seg->size > 0)
+		seg->roll_ts = clock_wall_ms();
+	if (i > 0 && part->segs[i - 1]->next_offset > seg->base_offset) {
+		log_error("log: '%s.log' overlaps the previous segment (ends at %" PRId64 ")",
+			  seg->path, part->segs[i - 1]->next_offset);
+		return -EBADMSG;
+	}
+	if (truncated && i + 1 < part->nsegs)
+		part_drop_tail(part, i + 1);
+	return 0;
+}
+
+static int part_load_segs(struct part *part, int64_t recovery_point, int64_t log_start)
+{
+	int64_t *bases = NULL;
+	int n, rc;
+
+	rc = part_list(part, &bases, &n);
+	for (int i = 0; !rc && i < n; i++) {
+		struct seg *seg;
+
+		rc = seg_open(part->dir, bases[i], false, part->cfg.segment_index_bytes, &seg);
+		if (!rc && (rc = part_push_seg(part, seg)))
+			seg_close(seg);
+	}
+	free(bases);
+	for (int i = 0; !rc && i < part->nsegs; i++)
+		rc = part_load_seg(part, i, recovery_point);
+	if (!rc && part->nsegs == 0) {
+		struct seg *seg;
+
+		rc = seg_open(part->dir, log_start, true, part->cfg.segment_index_bytes, &seg);
+		if (!rc && (rc = part_push_seg(part, seg)))
+			seg_close(seg);
+		part->dir_dirty = true;
+	}
+	return rc;
+}
+
+static int64_t part_read_log_start(struct part *part)
+{
+	char buf[64];
+	long long v;
+	char *end;
+	int rc = checkpoint_read(part->dir, LOG_START_FILE, buf, sizeof(buf));
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0 || strncmp(buf, "0\n", 2) || (v = strtoll(buf + 2, &end, 10)) < 0 ||
+	    end == buf + 2 || strcmp(end, "\n")) {
+		log_warn("log: '%s/%s' is malformed, ignoring it", part->dir, LOG_START_FILE);
+		return 0;
+	}
+	return v;
+}
+
+static int part_init_epochs(struct part *part, int32_t leader_epoch)
+{
+	struct epochs *ep = &part->epochs;
+	int rc = epochs_load(ep, part->dir);
+	bool changed;
+
+	if (rc)
+		return rc;
+	changed = epochs_truncate_end(ep, part->leo + 1);
+	changed |= epochs_truncate_start(ep, part->log_start_offset);
+	if (leader_epoch >= 0)
+		changed |= epochs_assign(ep, leader_epoch, part->leo);
+	part->leader_epoch = ep->n ? ep->e[ep->n - 1].epoch : leader_epoch;
+	return changed ? epochs_write(ep, part->dir_fd, part->dir) : 0;
+}
+
+static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
+{
+	struct part *part = calloc(1, sizeof(*part));
+
+	if (!part)
+		return NULL;
+	part->dir_fd = -1;
+	part->dir = strdup(dir);
+	part->scratch = malloc(PART_SCRATCH_BYTES);
+	if (!part->dir || !part->scratch) {
+		free(part->dir);
+		free(part->scratch);
+		free(part);
+		return NULL;
+	}
+	pthread_mutex_init(&part->mu, NULL);
+	part_set_cfg(part, cfg);
+	return part;
+}
+
+static void part_free(struct part *part)
+{
+	for (int i = 0; i < part->nsegs; i++)
+		seg_close(part->segs[i]);
+	free(part->segs);
+	epochs_release(&part->epochs);
+	if (part->dir_fd >= 0)
+		close(part->dir_fd);
+	pthread_mutex_destroy(&part->mu);
+	free(part->scratch);
+	free(part->dir);
+	free(part);
+}
+
+int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point,
+	      int32_t leader_epoch, struct part **out)
+{
+	struct part *part = part_alloc(dir, cfg);
+	int64_t log_start;
+	int rc;
+
+	if (!part)
+		return -ENOMEM;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		rc = -errno;
+		goto out_free;
+	}
+	part->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (part->dir_fd < 0) {
+		rc = -errno;
+		goto out_free;
+	}
+	log_start = part_read_log_start(part);
+	rc = part_load_segs(part, recovery_point, log_start);
+	if (rc)
+		goto out_free;
+	part_remove_orphans(part);
+	part->leo = part->hw = part_active(part)->next_offset;
+	part->log_start_offset = part->segs[0]->base_offset;
+	if (log_start > part->log_start_offset)
+		part->log_start_offset = log_start < part->leo ? log_start : part->leo;
+	part->recovery_point = recovery_point < part->leo ? recovery_point : part->leo;
+	rc = part_init_epochs(part, leader_epoch);
+	if (rc)
+		goto out_free;
+	*out = part;
+	return 0;
+out_free:
+	part_free(part);
+	return rc;
+}
+
+void part_close(struct part *part)
+{
+	int rc;
+
+	seg_seal(part_active(part));
+	rc = part_sync(part);
+	if (rc)
+		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
+	part_free(part);
+}
+
+int part_delete(struct part *part)
+{
+	char *dir = strdup(part->dir);
+	DIR *d;
+	struct dirent *de;
+	int rc = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	part_free(part);
+	d = opendir(dir);
+	if (!d) {
+		rc = -errno;
+		goto out_free;
+	}
+	while ((de = readdir(d)))
+		if (de->d_type != DT_DIR && unlinkat(dirfd(d), de->d_name, 0) < 0 && !rc)
+			rc = -errno;
+	closedir(d);
+	if (rmdir(dir) < 0 && !rc)
+		rc = -errno;
+out_free:
+	free(dir);
+	return rc;
+}
+
+/* ---- append ---- */
+
+struct append_plan {
+	int64_t span;     /* offsets taken: sum of lastOffsetDelta + 1 */
+	int64_t records;
+};
+
+static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan)
+{
+	size_t off = 0;
+
+	plan->span = plan->records = 0;
+	if (len == 0 || len > INT32_MAX)
+		return len ? -EMSGSIZE : -EBADMSG;
+	while (off < len) {
+		struct batch_hdr h;
+
+		if (records_batch_parse(blob + off, len - off, &h))
+			return -EBADMSG;
+		plan->span += (int64_t)h.last_offset_delta + 1;
+		plan->records += h.record_count;
+		off += (size_t)h.size;
+	}
+	return 0;
+}
+
+static int part_roll(struct part *part)
+{
+	struct seg *seg;
+	int rc;
+
+	seg_seal(part_active(part));
+	rc = seg_open(part->dir, part->leo, true, part->cfg.segment_index_bytes, &seg);
+	if (rc)
+		return rc;
+	rc = part_push_seg(part, seg);
+	if (rc) {
+		seg_unlink(seg);
+		seg_close(seg);
+		return rc;
+	}
+	pthread_mutex_lock(&part->mu);
+	part->dir_dirty = true;
+	pthread_mutex_unlock(&part->mu);
+	log_debug(LOGC_LOG, "log", "'%s': rolled new segment at offset %" PRId64, part->dir,
+		  part->leo);
+	return 0;
+}
+
+static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t now_ms)
+{
+	const struct seg *seg = part_active(part);
+	const struct part_cfg *cfg = &part->cfg;
+	bool roll;
+
+	if (span - 1 > INT32_MAX)
+		return -EMSGSIZE; /* cannot fit even an empty segment */
+	if (seg->size == 0)
+		return 0;
+	roll = seg->size + (int64_t)len > cfg->segment_bytes ||
+	       (seg->roll_ts >= 0 && now_ms - seg->roll_ts > cfg->segment_ms) ||
+	       offidx_full(&seg->oi) || timeidx_full(&seg->ti) ||
+	       part->leo + span - 1 - seg->base_offset > INT32_MAX;
+	return roll ? part_roll(part) : 0;
+}
+
+/* Rewrites offsets, epochs and (if configured) timestamps in the blob. */
+static void part_stamp(struct part *part, uint8_t *blob, size_t len, int64_t now_ms)
+{
+	int64_t next = part->leo;
+	size_t off = 0;
+
+	while (off < len) {
+		struct batch_hdr h;
+
+		if (records_batch_parse(blob + off, len - off, &h))
+			break; /* cannot happen: append_plan parsed it */
+		records_set_base_offset(blob + off, next);
+		records_set_leader_epoch(blob + off, part->leader_epoch);
+		if (part->cfg.log_append_time)
+			records_set_log_append_time(blob + off, (size_t)h.size, now_ms);
+		next += (int64_t)h.last_offset_delta + 1;
+		off += (size_t)h.size;
+	}
+}
+
+int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms,
+		struct part_append_info *info)
+{
+	struct append_plan plan;
+	int64_t base = part->leo;
+	int rc;
+
+	rc = append_plan(blob, len, &plan);
+	if (!rc)
+		rc = part_maybe_roll(part, len, plan.span, now_ms);
+	if (rc)
+		return rc;
+	part_stamp(part, blob, len, now_ms);
+	rc = seg_append(part_active(part), blob, len, part->cfg.index_interval_bytes, now_ms);
+	if (rc) {
+		log_error("log: '%s': append at offset %" PRId64 " failed: %s", part->dir, base,
+			  strerror(-rc));
+		return rc;
+	}
+	pthread_mutex_lock(&part->mu);
+	part->leo = base + plan.span;
+	part->unflushed += plan.records;
+	pthread_mutex_unlock(&part->mu);
+	part->hw = part->leo;
+	info->base_offset = base;
+	info->last_offset = part->leo - 1;
+	info->log_append_time = part->cfg.log_append_time ? now_ms : -1;
+	info->log_start_offset = part->log_start_offset;
+	return 0;
+}
+
+/* ---- reads ---- */
+
+/* Index of the last segment whose base offset <= offset (0 if none). */
+static int part_seg_for(const struct part *part, int64_t offset)
+{
+	int lo = 0, hi = part->nsegs; /* first segment with base > offset */
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (part->segs[mid]->base_offset <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : 0;
+}
+
+/* Finds the batch holding offset from segment i on.  1 found, 0 none, or -errno. */
+static int part_find(struct part *part, int i, int64_t offset, struct seg_iter *it,
+		     struct batch_hdr *h)
+{
+	for (; i < part->nsegs; i++) {
+		int rc = seg_find(part->segs[i], offset, it, h, part->scratch, PART_SCRATCH_BYTES);
+
+		if (rc == -EBADMSG)
+			log_error("log: '%s.log' position %" PRId64 ": %s", part->segs[i]->path,
+				  it->pos, it->why ? it->why : "corrupt");
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max_bytes,
+	      bool min_one, struct fslice *out)
+{
+	struct seg_iter it;
+	struct batch_hdr h;
+	int64_t start, len;
+	int rc;
+
+	out->ref = NULL;
+	out->pos = out->len = 0;
+	if (offset < part->log_start_offset || offset > part->leo)
+		return -ERANGE;
+	if (offset >= max_offset || offset == part->leo)
+		return 0;
+	rc = part_find(part, part_seg_for(part, offset), offset, &it, &h);
+	if (rc <= 0 || records_last_offset(&h) >= max_offset)
+		return rc;
+	start = it.pos;
+	len = h.size;
+	if (h.size > max_bytes && !min_one)
+		return 0;
+	seg_iter_skip(&it, &h);
+	while (len < max_bytes && seg_iter_next(&it, &h) == 1 &&
+	       records_last_offset(&h) < max_offset && len + h.size <= max_bytes) {
+		len += h.size;
+		seg_iter_skip(&it, &h);
+	}
+	out->ref = fdref_get(it.seg->log);
+	out->pos = start;
+	out->len = len;
+	return 0;
+}
+
+int64_t part_log_start_offset(const struct part *part) { return part->log_start_offset; }
+int64_t part_log_end_offset(const struct part *part) { return part->leo; }
+int64_t part_high_watermark(const struct part *part) { return part->hw; }
+int part_segment_count(const struct part *part) { return part->nsegs; }
+
+int64_t part_size_bytes(const struct part *part)
+{
+	int64_t size = 0;
+
+	for (int i = 0; i < part->nsegs; i++)
+		size += part->segs[i]->size;
+	return size;
+}
+
+/* First batch in segment i with max timestamp >= ts and last offset >= log start. */
+static int part_time_in_seg(struct part *part, int i, int64_t ts, struct batch_hdr *h)
+{
+	struct seg *seg = part->segs[i];
+	int32_t rel = timeidx_lookup(&seg->ti, ts);
+	int64_t from = rel < 0 ? seg->base_offset : seg->base_offset + rel;
+	struct seg_iter it;
+	int rc;
+
+	if (from < part->log_start_offset)
+		from = part->log_start_offset;
+	rc = seg_find(seg, from, &it, h, part->scratch, PART_SCRATCH_BYTES);
+	while (rc == 1 && h->max_timestamp < ts) {
+		seg_iter_skip(&it, h);
+		rc = seg_iter_next(&it, h);
+	}
+	return rc;
+}
+
+int part_offset_for_time(struct part *part, int64_t ts, int64_t *offset_out, int64_t *ts_out)
+{
+	*offset_out = *ts_out = -1;
+	for (int i = 0; i < part->nsegs; i++) {
+		struct batch_hdr h;
+		int rc;
+
+		if (part->segs[i]->max_ts < ts || part->segs[i]->next_offset <= part->log_start_offset)
+			continue;
+		rc = part_time_in_seg(part, i, ts, &h);
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			*offset_out = h.base_offset > part->log_start_offset ? h.base_offset
+									      : part->log_start_offset;
+			*ts_out = h.max_timestamp;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+int part_max_timestamp(struct part *part, int64_t *offset_out, int64_t *ts_out)
+{
+	*offset_out = *ts_out = -1;
+	for (int i = 0; i < part->nsegs; i++) {
+		const struct seg *seg = part->segs[i];
+
+		if (seg->max_ts > *ts_out && seg->max_ts_offset >= part->log_start_offset) {
+			*ts_out = seg->max_ts;
+			*offset_out = seg->max_ts_offset;
+		}
+	}
+	return 0;
+}
+
+/* ---- leader epochs ---- */
+
+int part_set_leader_epoch(struct part *part, int32_t leader_epoch)
+{
+	part->leader_epoch = leader_epoch;
+	if (!epochs_assign(&part->epochs, leader_epoch, part->leo))
+		return 0;
+	return epochs_write(&part->epochs, part->dir_fd, part->dir);
+}
+
+bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
+			   int64_t *end_offset_out)
+{
+	return epochs_end_offset(&part->epochs, epoch, part->leo, epoch_out, end_offset_out);
+}
+
+/* ---- durability ---- */
+
+struct sync_set {
+	struct fdref **refs;
+	int n;
+	int64_t leo, unflushed;
+	bool dir;
+};
+
+/* Under mu: references to every file that may hold data past the recovery point. */
+static int sync_collect(struct part *part, struct sync_set *s)
+{
+	int first = part->nsegs - 1;
+
+	while (first > 0 && part->segs[first]->base_offset > part->recovery_point)
+		first--;
+	s->refs = malloc((size_t)(part->nsegs - first) * 3 * sizeof(*s->refs));
+	if (!s->refs)
+		return -ENOMEM;
+	for (int i = first; i < part->nsegs; i++) {
+		s->refs[s->n++] = fdref_get(part->segs[i]->log);
+		s->refs[s->n++] = fdref_get(part->segs[i]->oi.ref);
+		s->refs[s->n++] = fdref_get(part->segs[i]->ti.ref);
+	}
+	s->leo = part->leo;
+	s->unflushed = part->unflushed;
+	s->dir = part->dir_dirty;
+	part->dir_dirty = false;
+	return 0;
+}
+
+int part_sync(struct part *part)
+{
+	struct sync_set s = { 0 };
+	int rc = 0;
+
+	pthread_mutex_lock(&part->mu);
+	if (part->recovery_point < part->leo || part->dir_dirty)
+		rc = sync_collect(part, &s);
+	pthread_mutex_unlock(&part->mu);
+	if (rc || !s.refs)
+		return rc;
+	for (int i = 0; i < s.n; i++) {
+		if (!rc && fdatasync(s.refs[i]->fd) < 0)
+			rc = -errno;
+		fdref_put(s.refs[i]);
+	}
+	free(s.refs);
+	if (!rc && s.dir && fsync(part->dir_fd) < 0)
+		rc = -errno;
+	pthread_mutex_lock(&part->mu);
+	if (!rc && s.leo > part->recovery_point)
+		part->recovery_point = s.leo;
+	if (!rc)
+		part->unflushed -= s.unflushed;
+	else
+		part->dir_dirty |= s.dir;
+	pthread_mutex_unlock(&part->mu);
+	return rc;
+}
+
+int64_t part_recovery_point(const struct part *part)
+{
+	struct part *p = (struct part *)part;
+	int64_t v;
+
+	pthread_mutex_lock(&p->mu);
+	v = p->recovery_point;
+	pthread_mutex_unlock(&p->mu);
+	return v;
+}
+
+int64_t part_unflushed_messages(const struct part *part)
+{
+	struct part *p = (struct part *)part;
+	int64_t v;
+
+	pthread_mutex_lock(&p->mu);
+	v = p->unflushed;
+	pthread_mutex_unlock(&p->mu);
+	return v;
+}

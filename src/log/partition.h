@@ -1,0 +1,133 @@
+/*
+ * partition.h - one partition's log: its segments, offsets, append, reads
+ * for sendfile, time lookups, retention and durability.
+ *
+ * Directory <log.dirs>/<topic>-<partition>/ holds (Kafka's layout):
+ *   <20-digit base offset>.log / .index / .timeindex   segments (segment.h,
+ *                                 offidx.h, timeidx.h give the byte formats)
+ *   leader-epoch-checkpoint      leader epoch cache (epochs.h)
+ *   log-start-offset             "0\n<log start offset>\n": ours, not Kafka's
+ *                                (Kafka keeps log-start-offset-checkpoint at
+ *                                the log dir root); written atomically
+ *                                (checkpoint.h) when DeleteRecords moves the
+ *                                log start inside a segment.  The log start
+ *                                is max(this value, first segment's base).
+ * The recovery point is not stored here: the caller keeps it (Kafka's
+ * recovery-point-offset-checkpoint) from part_recovery_point() and passes
+ * it back to part_open().
+ *
+ * Threading: one event-loop thread calls everything except part_sync(),
+ * part_recovery_point() and part_unflushed_messages(), which a flusher
+ * thread may call concurrently.
+ */
+#ifndef GREGOR_LOG_PARTITION_H
+#define GREGOR_LOG_PARTITION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+
+struct part_cfg {
+	int64_t segment_bytes;          /* segment.bytes, default 1 GiB */
+	int64_t segment_ms;             /* segment.ms, default 7 days */
+	int64_t retention_ms;           /* retention.ms, -1 = unlimited */
+	int64_t retention_bytes;        /* retention.bytes, -1 = unlimited */
+	int32_t index_interval_bytes;   /* index.interval.bytes, default 4096 */
+	int32_t segment_index_bytes;    /* segment.index.bytes, default 10 MiB (max index size; roll when full) */
+	bool log_append_time;           /* message.timestamp.type=LogAppendTime */
+};
+
+/* Kafka's defaults. */
+void part_cfg_default(struct part_cfg *cfg);
+
+struct part;
+struct part_append_info {
+	int64_t base_offset, last_offset, log_append_time, log_start_offset;
+};
+
+/*
+ * Opens or creates the partition directory; recovery_point = offset up to
+ * which data is known synced (clean shutdown: pass INT64_MAX to skip
+ * scanning; -1 = scan everything).  Torn/corrupt tails are truncated to the
+ * last valid batch with a log_warn line naming file and position; missing
+ * or inconsistent indexes rebuilt.  leader_epoch is stamped into appended
+ * batches and recorded in the leader epoch cache (-1: keep the cached one).
+ * Returns 0 or -errno (-EBADMSG if segments overlap).
+ */
+int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point,
+	      int32_t leader_epoch, struct part **out);
+/* Syncs, then truncates index files to their used size and frees part. */
+void part_close(struct part *part);
+/* Closes part and removes its directory (DeleteTopics); 0 or -errno. */
+int part_delete(struct part *part);
+void part_set_cfg(struct part *part, const struct part_cfg *cfg);
+
+/*
+ * Appends a validated blob of one or more v2 batches (already CRC-checked
+ * by the caller), in place: rewrites baseOffset and partitionLeaderEpoch
+ * (and LogAppendTime if configured) in the caller's mutable buffer, then
+ * writes the blob with one write (rolling first if the segment is full or
+ * too old).  Returns 0, -EBADMSG if the blob does not parse, -EMSGSIZE, or
+ * -errno (-ENOSPC, -EIO ...): nothing is left half-appended.
+ */
+int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms,
+		struct part_append_info *info);
+
+/*
+ * Finds the bytes to serve for a fetch at offset: a slice of one segment
+ * file starting at the batch that contains offset, holding only whole
+ * batches whose last offset is below max_offset (HW or LSO), at most
+ * max_bytes but at least the first batch if min_one (KIP-74).  Returns 0
+ * (out->len 0 and out->ref NULL when there is nothing to serve), -ERANGE if
+ * offset < log start or > LEO, -EBADMSG on a corrupt segment.  out->ref is
+ * a new reference the caller puts.
+ */
+int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max_bytes,
+	      bool min_one, struct fslice *out);
+
+int64_t part_log_start_offset(const struct part *part);
+int64_t part_log_end_offset(const struct part *part);
+int64_t part_high_watermark(const struct part *part); /* = LEO on a single node today */
+int64_t part_size_bytes(const struct part *part);     /* bytes in all segments */
+int part_segment_count(const struct part *part);
+
+/*
+ * ListOffsets by timestamp: base offset of the first batch (at or above the
+ * log start) whose max timestamp >= ts, and that timestamp; -1/-1 if none.
+ */
+int part_offset_for_time(struct part *part, int64_t ts, int64_t *offset_out, int64_t *ts_out);
+/* ListOffsets -3: the largest batch max timestamp and the last offset of its batch; -1/-1 if empty. */
+int part_max_timestamp(struct part *part, int64_t *offset_out, int64_t *ts_out);
+
+/*
+ * DeleteRecords: moves the log start to offset (<= HW; else -ERANGE),
+ * persisting it, and deletes whole segments below it (never the active one).
+ */
+int part_delete_records(struct part *part, int64_t offset);
+/*
+ * Applies retention.ms / retention.bytes and deletes segments wholly below
+ * the log start; never deletes the active segment.  Returns the number of
+ * segments deleted or -errno.
+ */
+int part_retain(struct part *part, int64_t now_ms);
+
+/* Leader epoch: stamps later appends and records (epoch, LEO) in the cache. 0 or -errno. */
+int part_set_leader_epoch(struct part *part, int32_t leader_epoch);
+/* OffsetForLeaderEpoch: false if no epoch <= epoch is known. */
+bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
+			   int64_t *end_offset_out);
+
+/*
+ * Durability: thread-safe against part_append running in another thread.
+ * part_sync fdatasyncs every segment written since the last sync (log and
+ * index files, and the directory after a roll) and advances the recovery
+ * point to the LEO seen when it started; returns 0 or -errno (the recovery
+ * point then stays).
+ */
+int part_sync(struct part *part);
+int64_t part_recovery_point(const struct part *part);
+int64_t part_unflushed_messages(const struct part *part);
+
+#endif

@@ -1,0 +1,127 @@
+/*
+ * recover.c - segment loading and crash recovery (see recover.h).
+ *
+ * Kafka's rule is followed: what lies past the recovery point is trusted
+ * only after its CRC is checked; indexes are derived data and are rebuilt
+ * whenever they disagree with the log.
+ */
+#include "log/recover.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util/log.h"
+
+static void seg_reset_state(struct seg *seg)
+{
+	seg->size = 0;
+	seg->next_offset = seg->base_offset;
+	seg->roll_ts = seg->max_ts = seg->max_ts_offset = -1;
+	seg->bytes_since_index = 0;
+}
+
+static int seg_file_size(struct seg *seg, int64_t *size)
+{
+	struct stat st;
+
+	if (fstat(seg->log->fd, &st) < 0)
+		return -errno;
+	*size = st.st_size;
+	return 0;
+}
+
+int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t *buf,
+		size_t cap, int64_t *truncated)
+{
+	struct seg_iter it;
+	struct batch_hdr h;
+	int64_t fsize = 0;
+	int rc;
+
+	*truncated = 0;
+	rc = seg_file_size(seg, &fsize);
+	if (!rc)
+		rc = offidx_reset(&seg->oi);
+	if (!rc)
+		rc = timeidx_reset(&seg->ti);
+	if (rc)
+		return rc;
+	seg_reset_state(seg);
+	seg_iter_init(&it, seg, 0, fsize, crc, buf, cap);
+	while ((rc = seg_iter_next(&it, &h)) == 1) {
+		seg_index_batch(seg, &h, it.pos, index_interval_bytes);
+		seg_iter_skip(&it, &h);
+	}
+	seg->size = it.pos;
+	if (rc != -EBADMSG)
+		return rc;
+	*truncated = fsize - it.pos;
+	log_warn("log: '%s.log' position %" PRId64 ": %s, truncating %" PRId64 " bytes", seg->path,
+		 it.pos, it.why ? it.why : "corrupt", *truncated);
+	return seg_truncate_bytes(seg, it.pos);
+}
+
+/* Reads the first batch's max timestamp: the time segment.ms counts from. */
+static int load_roll_ts(struct seg *seg, int64_t fsize, uint8_t *buf, size_t cap)
+{
+	struct seg_iter it;
+	struct batch_hdr h;
+	int rc;
+
+	seg_iter_init(&it, seg, 0, fsize, false, buf, cap);
+	rc = seg_iter_next(&it, &h);
+	if (rc == 1 && h.max_timestamp >= 0)
+		seg->roll_ts = h.max_timestamp;
+	return rc < 0 ? rc : 0;
+}
+
+/* Walks headers after the last offset-index entry; -EBADMSG if anything disagrees. */
+static int load_tail(struct seg *seg, int64_t fsize, int32_t interval, uint8_t *buf, size_t cap)
+{
+	const struct offidx *oi = &seg->oi;
+	const struct timeidx *ti = &seg->ti;
+	int64_t start = oi->n ? oi->e[oi->n - 1].pos : 0;
+	struct seg_iter it;
+	struct batch_hdr h;
+	int rc;
+
+	if (ti->n) {
+		seg->max_ts = ti->e[ti->n - 1].ts;
+		seg->max_ts_offset = seg->base_offset + ti->e[ti->n - 1].rel;
+	}
+	seg_iter_init(&it, seg, start, fsize, false, buf, cap);
+	while ((rc = seg_iter_next(&it, &h)) == 1) {
+		if (it.pos == start && oi->n &&
+		    records_last_offset(&h) != seg->base_offset + oi->e[oi->n - 1].rel)
+			return -EBADMSG;
+		seg_index_batch(seg, &h, it.pos, interval);
+		seg_iter_skip(&it, &h);
+	}
+	seg->size = it.pos;
+	if (rc)
+		return rc;
+	if (seg->max_ts_offset >= seg->next_offset || (oi->n && seg->next_offset == seg->base_offset))
+		return -EBADMSG;
+	return load_roll_ts(seg, fsize, buf, cap);
+}
+
+int recover_load(struct seg *seg, int32_t index_interval_bytes, uint8_t *buf, size_t cap,
+		 int64_t *truncated)
+{
+	int64_t fsize;
+	int rc = seg_file_size(seg, &fsize);
+
+	*truncated = 0;
+	if (rc)
+		return rc;
+	seg_reset_state(seg);
+	if (offidx_valid(&seg->oi, fsize) && timeidx_valid(&seg->ti, INT32_MAX)) {
+		rc = load_tail(seg, fsize, index_interval_bytes, buf, cap);
+		if (rc != -EBADMSG)
+			return rc;
+	}
+	log_info("log: rebuilding indexes of '%s'", seg->path);
+	return recover_seg(seg, true, index_interval_bytes, buf, cap, truncated);
+}

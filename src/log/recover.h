@@ -1,0 +1,35 @@
+/*
+ * recover.h - bringing a segment's in-memory state and indexes back from
+ * its files at start-up.
+ *
+ * Segments wholly below the recovery point (data known synced) are loaded
+ * fast: indexes are checked for sanity and only the batches after the last
+ * offset-index entry are walked (headers only) to find the segment's end.
+ * Segments that may hold unsynced data are recovered: every batch is read
+ * and CRC-checked from the start, both indexes are rebuilt, and a torn or
+ * corrupt tail is truncated at the last valid batch with a warning that
+ * names the file and position.
+ */
+#ifndef GREGOR_LOG_RECOVER_H
+#define GREGOR_LOG_RECOVER_H
+
+#include <stdint.h>
+
+#include "log/segment.h"
+
+/*
+ * Walks the whole segment (verifying CRCs if crc), rebuilds both indexes and
+ * truncates an invalid tail.  OUT *truncated: bytes cut.  Returns 0 or -errno.
+ */
+int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t *buf,
+		size_t cap, int64_t *truncated);
+
+/*
+ * Loads a segment believed synced: falls back to recover_seg (with CRCs) if
+ * an index is missing or inconsistent or the tail is invalid.
+ * OUT *truncated as above.
+ */
+int recover_load(struct seg *seg, int32_t index_interval_bytes, uint8_t *buf, size_t cap,
+		 int64_t *truncated);
+
+#endif

@@ -1,0 +1,275 @@
+/*
+ * segment.c - one log segment (format in segment.h): create and open,
+ * append with one write, batch-header iteration for reads and recovery,
+ * truncation and deletion.
+ */
+#include "log/segment.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/crc32c.h"
+#include "util/log.h"
+
+ssize_t (*seg_pwrite_fn)(int fd, const void *buf, size_t n, off_t pos) = pwrite;
+
+static int seg_file_open(const struct seg *seg, const char *ext, bool create, int *fd)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s%s", seg->path, ext);
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (create ? O_TRUNC : 0), 0644);
+	return *fd < 0 ? -errno : 0;
+}
+
+int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_bytes,
+	     struct seg **out)
+{
+	struct seg *seg = calloc(1, sizeof(*seg));
+	char path[4096];
+	int fd, rc = -ENOMEM;
+
+	if (!seg)
+		return -ENOMEM;
+	seg->base_offset = seg->next_offset = base_offset;
+	seg->roll_ts = seg->max_ts = seg->max_ts_offset = -1;
+	if (asprintf(&seg->path, "%s/%020" PRId64, dir, base_offset) < 0) {
+		seg->path = NULL;
+		goto out_free;
+	}
+	rc = seg_file_open(seg, ".log", create, &fd);
+	if (rc)
+		goto out_free;
+	seg->log = fdref_new(fd);
+	if (!seg->log) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	snprintf(path, sizeof(path), "%s.index", seg->path);
+	rc = offidx_open(&seg->oi, path, index_bytes / OFFIDX_ENTRY_SIZE, create);
+	if (rc)
+		goto out_put_log;
+	snprintf(path, sizeof(path), "%s.timeindex", seg->path);
+	rc = timeidx_open(&seg->ti, path, index_bytes / TIMEIDX_ENTRY_SIZE, create);
+	if (rc)
+		goto out_close_oi;
+	*out = seg;
+	return 0;
+out_close_oi:
+	offidx_close(&seg->oi);
+out_put_log:
+	fdref_put(seg->log);
+out_free:
+	free(seg->path);
+	free(seg);
+	return rc;
+}
+
+void seg_close(struct seg *seg)
+{
+	timeidx_close(&seg->ti);
+	offidx_close(&seg->oi);
+	fdref_put(seg->log);
+	free(seg->path); seg->path = NULL;
+	free(seg);
+}
+
+void seg_unlink(struct seg *seg)
+{
+	static const char *exts[] = { ".log", ".index", ".timeindex" };
+	char path[4096];
+
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", seg->path, exts[i]);
+		if (unlink(path) < 0 && errno != ENOENT)
+			log_warn("log: cannot unlink '%s': %s", path, strerror(errno));
+	}
+}
+
+void seg_seal(struct seg *seg)
+{
+	if (seg->max_ts >= 0)
+		timeidx_maybe_append(&seg->ti, seg->max_ts,
+				     (int32_t)(seg->max_ts_offset - seg->base_offset));
+}
+
+void seg_index_batch(struct seg *seg, const struct batch_hdr *h, int64_t pos,
+		     int32_t index_interval_bytes)
+{
+	int64_t last = records_last_offset(h);
+	int rc = 0;
+
+	if (h->max_timestamp > seg->max_ts) {
+		seg->max_ts = h->max_timestamp;
+		seg->max_ts_offset = last;
+	}
+	if (seg->roll_ts < 0 && h->max_timestamp >= 0)
+		seg->roll_ts = h->max_timestamp;
+	if (seg->bytes_since_index > index_interval_bytes) {
+		rc = offidx_append(&seg->oi, (int32_t)(last - seg->base_offset), (int32_t)pos);
+		if (!rc && seg->max_ts >= 0)
+			rc = timeidx_maybe_append(&seg->ti, seg->max_ts,
+						  (int32_t)(seg->max_ts_offset - seg->base_offset));
+		seg->bytes_since_index = 0;
+	}
+	if (rc)
+		log_warn("log: index write for '%s' failed: %s (rebuilt at next start)", seg->path,
+			 strerror(-rc));
+	seg->bytes_since_index += h->size;
+	seg->next_offset = last + 1;
+}
+
+int seg_append(struct seg *seg, const uint8_t *blob, size_t len, int32_t index_interval_bytes,
+	       int64_t now_ms)
+{
+	int64_t pos = seg->size;
+	ssize_t n = seg_pwrite_fn(seg->log->fd, blob, len, (off_t)pos);
+	size_t off = 0;
+
+	if (n != (ssize_t)len) {
+		int rc = n < 0 ? -errno : -ENOSPC;
+
+		if (ftruncate(seg->log->fd, (off_t)pos) < 0)
+			log_error("log: cannot truncate '%s.log' back to %" PRId64 ": %s (the next append overwrites)",
+				  seg->path, pos, strerror(errno));
+		return rc;
+	}
+	while (off < len) {
+		struct batch_hdr h;
+
+		if (records_hdr_parse(blob + off, len - off, &h) || h.size > (int64_t)(len - off))
+			break; /* cannot happen: the caller parsed the blob */
+		seg_index_batch(seg, &h, pos + (int64_t)off, index_interval_bytes);
+		off += (size_t)h.size;
+	}
+	seg->size += (int64_t)len;
+	if (seg->roll_ts < 0)
+		seg->roll_ts = now_ms;
+	return 0;
+}
+
+void seg_iter_init(struct seg_iter *it, struct seg *seg, int64_t pos, int64_t end, bool crc,
+		   uint8_t *buf, size_t cap)
+{
+	it->seg = seg;
+	it->pos = pos;
+	it->end = end;
+	it->min_offset = seg->base_offset;
+	it->crc = crc;
+	it->why = NULL;
+	it->buf = buf;
+	it->cap = cap;
+	it->win_pos = 0;
+	it->win_len = 0;
+}
+
+/* Makes [pos, pos + n) available at *p through the window; n <= it->cap. */
+static int iter_window(struct seg_iter *it, int64_t pos, size_t n, const uint8_t **p)
+{
+	size_t want = it->cap;
+	ssize_t got;
+
+	if (pos >= it->win_pos && pos + (int64_t)n <= it->win_pos + (int64_t)it->win_len) {
+		*p = it->buf + (pos - it->win_pos);
+		return 0;
+	}
+	if (it->end - pos < (int64_t)want)
+		want = (size_t)(it->end - pos);
+	got = pread(it->seg->log->fd, it->buf, want, (off_t)pos);
+	if (got < 0)
+		return -errno;
+	it->win_pos = pos;
+	it->win_len = (size_t)got;
+	if ((size_t)got < n) {
+		it->why = "file shorter than expected";
+		return -EBADMSG;
+	}
+	*p = it->buf;
+	return 0;
+}
+
+static int iter_crc(struct seg_iter *it, const struct batch_hdr *h)
+{
+	int64_t q = it->pos + RECORDS_ATTR_OFF, end = it->pos + h->size;
+	uint32_t crc = 0;
+
+	while (q < end) {
+		size_t chunk = end - q < (int64_t)it->cap ? (size_t)(end - q) : it->cap;
+		const uint8_t *p;
+		int rc = iter_window(it, q, chunk, &p);
+
+		if (rc)
+			return rc;
+		crc = crc32c_update(crc, p, chunk);
+		q += (int64_t)chunk;
+	}
+	if (crc != h->crc) {
+		it->why = "crc mismatch";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+int seg_iter_next(struct seg_iter *it, struct batch_hdr *h)
+{
+	int64_t left = it->end - it->pos;
+	const uint8_t *p;
+	int rc;
+
+	if (left <= 0)
+		return 0;
+	it->why = "torn batch header";
+	if (left < RECORDS_HDR_SIZE)
+		return -EBADMSG;
+	rc = iter_window(it, it->pos, RECORDS_HDR_SIZE, &p);
+	if (rc)
+		return rc;
+	it->why = "invalid batch header";
+	if (records_hdr_parse(p, RECORDS_HDR_SIZE, h))
+		return -EBADMSG;
+	it->why = "torn batch";
+	if (h->size > left)
+		return -EBADMSG;
+	it->why = "batch offset not increasing";
+	if (h->base_offset < it->min_offset)
+		return -EBADMSG;
+	it->why = "batch offset beyond the segment's range";
+	if (records_last_offset(h) - it->seg->base_offset > INT32_MAX)
+		return -EBADMSG;
+	it->why = NULL;
+	if (it->crc) {
+		rc = iter_crc(it, h);
+		if (rc)
+			return rc;
+	}
+	return 1;
+}
+
+int seg_find(struct seg *seg, int64_t offset, struct seg_iter *it, struct batch_hdr *h,
+	     uint8_t *buf, size_t cap)
+{
+	int64_t rel = offset - seg->base_offset;
+	int32_t pos = offidx_lookup(&seg->oi, rel < 0 ? 0 : rel > INT32_MAX ? INT32_MAX : (int32_t)rel);
+	int rc;
+
+	seg_iter_init(it, seg, pos, seg->size, false, buf, cap);
+	while ((rc = seg_iter_next(it, h)) == 1) {
+		if (records_last_offset(h) >= offset)
+			return 1;
+		seg_iter_skip(it, h);
+	}
+	return rc;
+}
+
+int seg_truncate_bytes(struct seg *seg, int64_t pos)
+{
+	if (ftruncate(seg->log->fd, (off_t)pos) < 0)
+		return -errno;
+	seg->size = pos;
+	return 0;
+}

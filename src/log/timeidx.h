@@ -1,0 +1,51 @@
+/*
+ * timeidx.h - a segment's sparse time index (<base>.timeindex).
+ *
+ * File format, Kafka's: a packed array of 12-byte entries, big-endian,
+ * no header, file size = 12 * entries:
+ *
+ *   off len field
+ *     0   8 timestamp       i64  largest batch maxTimestamp so far in the segment
+ *     8   4 relativeOffset  i32  last offset of the batch that has it - segment base
+ *
+ * An entry is added at each offset-index point and when the segment stops
+ * being active, only if the timestamp grew: timestamps strictly increase,
+ * offsets do not decrease.  Lookup for time T returns the offset of the
+ * last entry with timestamp <= T (every batch before it has a smaller max
+ * timestamp), from which batch headers are scanned.  In memory like offidx.
+ */
+#ifndef GREGOR_LOG_TIMEIDX_H
+#define GREGOR_LOG_TIMEIDX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/fdref.h"
+
+#define TIMEIDX_ENTRY_SIZE 12
+
+struct timeidx_ent {
+	int64_t ts;
+	int32_t rel;
+};
+
+struct timeidx {
+	struct fdref *ref;
+	struct timeidx_ent *e;
+	int32_t n, cap;
+	int32_t max_n;          /* segment.index.bytes / 12 */
+	bool bad;               /* file size was not a multiple of the entry size */
+};
+
+int timeidx_open(struct timeidx *ti, const char *path, int32_t max_n, bool trunc);
+void timeidx_close(struct timeidx *ti);
+/* True if timestamps strictly increase and offsets are in [0, max_rel]. */
+bool timeidx_valid(const struct timeidx *ti, int64_t max_rel);
+/* Adds (ts, rel) if ts exceeds the last entry's; 0 or -errno (kept in memory anyway). */
+int timeidx_maybe_append(struct timeidx *ti, int64_t ts, int32_t rel);
+/* Offset of the last entry with ts <= target, -1 if none. */
+int32_t timeidx_lookup(const struct timeidx *ti, int64_t ts);
+int timeidx_reset(struct timeidx *ti);
+static inline bool timeidx_full(const struct timeidx *ti) { return ti->n >= ti->max_n; }
+
+#endif

@@ -1,0 +1,438 @@
+/*
+ * conn.c - connection framing and the in-order reply queue (see conn.h).
+ *
+ * Reading: small frames are cut out of a 64 KiB read buffer; a frame that
+ * does not fit is given its own buffer of exactly its size and the rest is
+ * read straight into it, so large produce requests are copied at most once.
+ */
+#include "net/conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "net/send.h"
+#include "util/log.h"
+
+#define CONN_RBUF_BYTES (64 * 1024)
+#define CONN_READS_PER_EVENT 16
+#define CONN_IOV_MAX 64
+
+enum slot_state { SLOT_PENDING, SLOT_READY, SLOT_NONE };
+
+struct conn_slot {
+	struct conn_slot *next;
+	enum slot_state state;
+	struct wr w;
+	struct send_pos pos;
+};
+
+struct conn {
+	struct loop_io io;
+	struct loop *loop;
+	struct conn_cfg cfg;
+	int refs;
+	bool closed;
+	uint64_t id;
+	char peer[64];
+	void *user;
+	uint8_t *rbuf;      /* CONN_RBUF_BYTES */
+	size_t rlen;
+	uint8_t *frame;     /* a large frame being read into its own buffer */
+	int32_t frame_len, frame_got;
+	struct conn_slot *head, *tail;
+	int nslots;
+	int64_t out_bytes;  /* bytes of READY responses not yet written */
+	bool parsing;       /* conn_parse() is on the stack */
+	struct conn *reap_next;
+};
+
+static struct conn *conn_reap_list;
+static uint64_t conn_next_id = 1;
+
+static void conn_on_io(struct loop_io *io, uint32_t events);
+
+static void conn_peer_name(struct conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+
+	if (getpeername(c->io.fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+			port = ntohs(a->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+			port = ntohs(a->sin6_port);
+		}
+	}
+	snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
+}
+
+int conn_new(struct loop *loop, int fd, const struct conn_cfg *cfg, struct conn **out)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	int err;
+
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->rbuf = malloc(CONN_RBUF_BYTES);
+	if (!c->rbuf) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	c->io.fd = fd;
+	c->io.fn = conn_on_io;
+	c->loop = loop;
+	c->cfg = *cfg;
+	c->refs = 1;
+	c->id = conn_next_id++;
+	conn_peer_name(c);
+	err = loop_add(loop, &c->io, EPOLLIN);
+	if (err)
+		goto out_free;
+	*out = c;
+	return 0;
+out_free:
+	close(fd);
+	free(c->rbuf);
+	free(c);
+	return err;
+}
+
+struct conn *conn_get(struct conn *c)
+{
+	c->refs++;
+	return c;
+}
+
+static void conn_free(struct conn *c)
+{
+	struct conn_slot *s, *next;
+
+	for (s = c->head; s; s = next) {
+		next = s->next;
+		wr_release(&s->w);
+		free(s);
+	}
+	free(c->frame);
+	free(c->rbuf);
+	free(c);
+}
+
+void conn_put(struct conn *c)
+{
+	if (--c->refs > 0)
+		return;
+	/* freed between events: the loop may still hold this io in its batch */
+	c->reap_next = conn_reap_list;
+	conn_reap_list = c;
+}
+
+void conn_reap(void)
+{
+	while (conn_reap_list) {
+		struct conn *c = conn_reap_list;
+
+		conn_reap_list = c->reap_next;
+		conn_free(c);
+	}
+}
+
+bool conn_is_closed(const struct conn *c) { return c->closed; }
+const char *conn_peer(const struct conn *c) { return c->peer; }
+void *conn_user(const struct conn *c) { return c->user; }
+void conn_set_user(struct conn *c, void *user) { c->user = user; }
+uint64_t conn_id(const struct conn *c) { return c->id; }
+
+void conn_close(struct conn *c, const char *why)
+{
+	if (c->closed)
+		return;
+	if (why)
+		log_info("%s: closing connection: %s", c->peer, why);
+	c->closed = true;
+	loop_del(c->loop, &c->io);
+	close(c->io.fd);
+	c->io.fd = -1;
+	if (c->cfg.on_closed)
+		c->cfg.on_closed(c);
+	conn_put(c);
+}
+
+/* ---- reply queue ---- */
+
+static struct conn_slot *conn_slot_push(struct conn *c)
+{
+	struct conn_slot *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	if (c->tail)
+		c->tail->next = s;
+	else
+		c->head = s;
+	c->tail = s;
+	c->nslots++;
+	return s;
+}
+
+static void conn_slot_pop(struct conn *c)
+{
+	struct conn_slot *s = c->head;
+
+	c->head = s->next;
+	if (!c->head)
+		c->tail = NULL;
+	c->nslots--;
+	wr_release(&s->w);
+	free(s);
+}
+
+static bool conn_paused(const struct conn *c)
+{
+	return c->nslots >= CONN_SLOTS_MAX || c->out_bytes > c->cfg.out_bytes_max;
+}
+
+static size_t iov_total(const struct iovec *iov, int n)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* Gathers the memory runs of READY responses from the head into one writev. */
+static int conn_write_mem(struct conn *c)
+{
+	struct iovec iov[CONN_IOV_MAX];
+	int n = 0;
+	ssize_t done;
+	size_t left;
+
+	for (struct conn_slot *s = c->head; s && s->state != SLOT_PENDING && n < CONN_IOV_MAX; s = s->next) {
+		struct send_pos p = s->pos;
+
+		if (s->state == SLOT_NONE)
+			continue;
+		if (!send_iov_fill(&s->w, &s->pos, iov + n, 1))
+			break; /* at a file slice */
+		send_advance(&s->w, &p, iov[n].iov_len);
+		n++;
+		if (!send_done(&s->w, &p))
+			break; /* a file slice follows: send it before later responses */
+	}
+	if (!n)
+		return 0;
+	done = writev(c->io.fd, iov, n);
+	if (done < 0)
+		return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+	left = (size_t)done;
+	for (struct conn_slot *s = c->head; s && left; s = s->next)
+		if (s->state == SLOT_READY)
+			left = send_advance(&s->w, &s->pos, left);
+	c->out_bytes -= done;
+	return (size_t)done < iov_total(iov, n) ? -EAGAIN : 0;
+}
+
+/* Writes what the socket takes; returns 0, -EAGAIN (socket full) or -errno. */
+static int conn_flush(struct conn *c)
+{
+	while (c->head && c->head->state != SLOT_PENDING) {
+		struct conn_slot *s = c->head;
+		int err;
+
+		if (s->state == SLOT_NONE || send_done(&s->w, &s->pos)) {
+			conn_slot_pop(c);
+			continue;
+		}
+		if (send_at_file(&s->w, &s->pos)) {
+			ssize_t n = send_file(c->io.fd, &s->w, &s->pos);
+
+			if (n < 0)
+				return n == -EINTR ? 0 : n;
+			c->out_bytes -= n;
+			continue;
+		}
+		err = conn_write_mem(c);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void conn_update_events(struct conn *c)
+{
+	uint32_t ev = 0;
+
+	if (c->closed)
+		return;
+	if (!conn_paused(c))
+		ev |= EPOLLIN;
+	if (c->head && c->head->state == SLOT_READY)
+		ev |= EPOLLOUT;
+	if (loop_mod(c->loop, &c->io, ev) < 0)
+		conn_close(c, "epoll_ctl failed");
+}
+
+static void conn_parse(struct conn *c);
+
+static void conn_send(struct conn *c)
+{
+	int err = conn_flush(c);
+
+	if (err && err != -EAGAIN) {
+		conn_close(c, err == -EPIPE || err == -ECONNRESET ? NULL : "write failed");
+		return;
+	}
+	/* frames already buffered while paused get no new EPOLLIN */
+	if (!c->parsing && !c->frame && c->rlen >= 4 && !conn_paused(c))
+		conn_parse(c);
+	conn_update_events(c);
+}
+
+void conn_slot_done(struct conn *c, struct conn_slot *slot, struct wr *w)
+{
+	if (w) {
+		slot->w = *w;
+		wr_reset(w);
+		slot->state = SLOT_READY;
+		c->out_bytes += wr_total(&slot->w);
+	} else {
+		slot->state = SLOT_NONE;
+	}
+	if (!c->closed && slot == c->head)
+		conn_send(c);
+}
+
+/* ---- reading ---- */
+
+static void conn_dispatch(struct conn *c, uint8_t *frame, int32_t len)
+{
+	struct conn_slot *slot = conn_slot_push(c);
+
+	if (!slot) {
+		free(frame);
+		conn_close(c, "out of memory");
+		return;
+	}
+	conn_get(c);
+	c->cfg.on_request(c, slot, frame, len);
+	conn_put(c);
+}
+
+/* Cuts complete frames out of rbuf; may start a large-frame read. */
+static void conn_parse(struct conn *c)
+{
+	size_t at = 0;
+
+	if (c->parsing)
+		return;
+	c->parsing = true;
+	while (!c->closed && !conn_paused(c) && c->rlen - at >= 4) {
+		const uint8_t *p = c->rbuf + at;
+		int32_t len = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+		uint8_t *frame;
+
+		if (len < 8 || len > c->cfg.frame_bytes_max) {
+			log_warn("%s: frame size %d outside 8..%d", c->peer, len, c->cfg.frame_bytes_max);
+			conn_close(c, "bad frame size");
+			break;
+		}
+		frame = malloc((size_t)len);
+		if (!frame) {
+			conn_close(c, "out of memory for request frame");
+			break;
+		}
+		if (c->rlen - at - 4 < (size_t)len) {
+			/* incomplete: keep it whole in its own buffer */
+			c->frame = frame;
+			c->frame_len = len;
+			c->frame_got = (int32_t)(c->rlen - at - 4);
+			memcpy(frame, p + 4, (size_t)c->frame_got);
+			at = c->rlen;
+			break;
+		}
+		memcpy(frame, p + 4, (size_t)len);
+		at += 4 + (size_t)len;
+		conn_dispatch(c, frame, len);
+	}
+	if (at && !c->closed) {
+		memmove(c->rbuf, c->rbuf + at, c->rlen - at);
+		c->rlen -= at;
+	}
+	c->parsing = false;
+}
+
+/* Returns bytes read, 0 at EOF, or -errno. */
+static ssize_t conn_read_some(struct conn *c)
+{
+	ssize_t n;
+
+	if (c->frame)
+		n = read(c->io.fd, c->frame + c->frame_got, (size_t)(c->frame_len - c->frame_got));
+	else
+		n = read(c->io.fd, c->rbuf + c->rlen, CONN_RBUF_BYTES - c->rlen);
+	if (n < 0)
+		return -errno;
+	if (n > 0 && c->frame) {
+		c->frame_got += (int32_t)n;
+		if (c->frame_got == c->frame_len) {
+			uint8_t *frame = c->frame;
+
+			c->frame = NULL;
+			conn_dispatch(c, frame, c->frame_len);
+		}
+	} else if (n > 0) {
+		c->rlen += (size_t)n;
+	}
+	return n;
+}
+
+static void conn_read(struct conn *c)
+{
+	for (int i = 0; i < CONN_READS_PER_EVENT && !c->closed && !conn_paused(c); i++) {
+		ssize_t n = conn_read_some(c);
+
+		if (n == -EAGAIN || n == -EINTR)
+			break;
+		if (n <= 0) {
+			bool mid = c->frame || c->rlen;
+
+			conn_close(c, n == 0 ? (mid ? "peer closed mid-frame" : NULL) : "read failed");
+			return;
+		}
+		conn_parse(c);
+	}
+}
+
+static void conn_on_io(struct loop_io *io, uint32_t events)
+{
+	struct conn *c = (struct conn *)io;
+
+	if (c->closed)
+		return;
+	conn_get(c);
+	if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN))
+		conn_close(c, NULL);
+	if (!c->closed && (events & EPOLLIN))
+		conn_read(c);
+	if (!c->closed)
+		conn_send(c);
+	conn_put(c);
+}

@@ -1,0 +1,70 @@
+/*
+ * conn.h - one client connection: frame reading, and the in-order queue
+ * of responses.
+ *
+ * Every request frame gets a slot in the connection's reply queue when it
+ * is read; responses leave strictly in slot order, whatever order handlers
+ * finish in (a parked acks=all produce or long-poll fetch holds back the
+ * replies behind it, as Kafka does).  A slot may also be finished with no
+ * reply at all (acks=0 produce).
+ *
+ * Back-pressure: past CONN_SLOTS_MAX unanswered requests, or past
+ * out_bytes_max bytes of responses not yet written, the connection stops
+ * reading from its socket until the queue drains.
+ *
+ * Lifetime: a conn is reference counted.  Parked requests hold a
+ * reference, so a conn closed under them stays valid (but closed) until
+ * they finish; their replies are then dropped.
+ */
+#ifndef GREGOR_NET_CONN_H
+#define GREGOR_NET_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "net/loop.h"
+#include "util/buf.h"
+
+#define CONN_SLOTS_MAX 128
+
+struct conn;
+struct conn_slot;
+
+/*
+ * Called for each complete request frame (without the 4-byte size).
+ * Takes ownership of frame (free() it).  slot is this request's place in
+ * the reply queue: finish it with conn_slot_done() now or later.
+ */
+typedef void conn_request_fn(struct conn *c, struct conn_slot *slot, uint8_t *frame, int32_t len);
+typedef void conn_closed_fn(struct conn *c);
+
+struct conn_cfg {
+	int32_t frame_bytes_max;   /* socket.request.max.bytes */
+	int64_t out_bytes_max;     /* responses queued before reading pauses */
+	conn_request_fn *on_request;
+	conn_closed_fn *on_closed; /* may be NULL */
+};
+
+/* Takes ownership of fd (a connected, non-blocking socket). */
+int conn_new(struct loop *loop, int fd, const struct conn_cfg *cfg, struct conn **out);
+struct conn *conn_get(struct conn *c);
+void conn_put(struct conn *c);
+/* Closes the socket now (idempotent); logs why at info level when why != NULL. */
+void conn_close(struct conn *c, const char *why);
+bool conn_is_closed(const struct conn *c);
+const char *conn_peer(const struct conn *c);
+void *conn_user(const struct conn *c);
+void conn_set_user(struct conn *c, void *user);
+uint64_t conn_id(const struct conn *c);
+
+/*
+ * Finishes a slot.  w holds the whole response frame (size prefix
+ * included); its contents are taken over and w is left empty.  w == NULL
+ * means no reply.
+ */
+void conn_slot_done(struct conn *c, struct conn_slot *slot, struct wr *w);
+
+/* Frees connections closed since the last call; call between events. */
+void conn_reap(void);
+
+#endif

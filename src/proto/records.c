@@ -1,0 +1,245 @@
+/*
+ * records.c - record batch v2 header parsing, validation, patching and
+ * building (layout in records.h).
+ *
+ * The write path never decodes individual records: a batch is checked by
+ * its header and CRC only, then stored as received.  Records are decoded
+ * here only to read control markers.
+ */
+#include "proto/records.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "util/crc32c.h"
+
+static uint64_t be_get(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void be_put(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = n - 1; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+int records_hdr_parse(const uint8_t *p, size_t len, struct batch_hdr *out)
+{
+	struct rd r;
+
+	if (len <= RECORDS_MAGIC_OFF)
+		return -EAGAIN;
+	if (p[RECORDS_MAGIC_OFF] == 0 || p[RECORDS_MAGIC_OFF] == 1)
+		return -EPROTO;
+	if (p[RECORDS_MAGIC_OFF] != 2)
+		return -EBADMSG;
+	if (len < RECORDS_HDR_SIZE)
+		return -EAGAIN;
+	rd_init(&r, p, RECORDS_HDR_SIZE);
+	out->base_offset = rd_i64(&r);
+	out->batch_length = rd_i32(&r);
+	out->leader_epoch = rd_i32(&r);
+	out->magic = rd_i8(&r);
+	out->crc = rd_u32(&r);
+	out->attributes = rd_i16(&r);
+	out->last_offset_delta = rd_i32(&r);
+	out->base_timestamp = rd_i64(&r);
+	out->max_timestamp = rd_i64(&r);
+	out->producer_id = rd_i64(&r);
+	out->producer_epoch = rd_i16(&r);
+	out->base_sequence = rd_i32(&r);
+	out->record_count = rd_i32(&r);
+	out->size = RECORDS_LOG_OVERHEAD + (int64_t)out->batch_length;
+	if (r.err || out->batch_length < RECORDS_MIN_BATCH_LENGTH || out->last_offset_delta < 0 ||
+	    out->record_count < 0)
+		return -EBADMSG;
+	return 0;
+}
+
+int records_batch_parse(const uint8_t *p, size_t len, struct batch_hdr *out)
+{
+	int rc = records_hdr_parse(p, len, out);
+
+	if (rc == -EPROTO)
+		return -EBADMSG;
+	if (rc)
+		return rc;
+	if ((uint64_t)out->size > len)
+		return -EAGAIN;
+	return 0;
+}
+
+bool records_batch_crc_ok(const uint8_t *p, const struct batch_hdr *h)
+{
+	return crc32c(p + RECORDS_ATTR_OFF, (size_t)h->size - RECORDS_ATTR_OFF) == h->crc;
+}
+
+int records_validate(const uint8_t *p, size_t len, int32_t max_batch_bytes, int *count_out)
+{
+	int64_t count = 0;
+	size_t off = 0;
+
+	*count_out = 0;
+	while (off < len) {
+		struct batch_hdr h;
+		int rc = records_hdr_parse(p + off, len - off, &h);
+
+		if (rc == -EAGAIN)
+			return -EBADMSG; /* a partial batch in a request is corrupt */
+		if (rc)
+			return rc;
+		if (h.size > max_batch_bytes)
+			return -EMSGSIZE;
+		if ((uint64_t)h.size > len - off)
+			return -EBADMSG;
+		if ((h.attributes & RECORDS_ATTR_CODEC_MASK) > 4)
+			return -EBADMSG;
+		if (!records_batch_crc_ok(p + off, &h))
+			return -EBADMSG;
+		count += h.record_count;
+		if (count > INT32_MAX)
+			return -EBADMSG;
+		off += (size_t)h.size;
+	}
+	*count_out = (int)count;
+	return 0;
+}
+
+void records_set_base_offset(uint8_t *p, int64_t base_offset)
+{
+	be_put(p, (uint64_t)base_offset, 8);
+}
+
+void records_set_leader_epoch(uint8_t *p, int32_t leader_epoch)
+{
+	be_put(p + 12, (uint32_t)leader_epoch, 4);
+}
+
+void records_set_log_append_time(uint8_t *p, size_t len, int64_t ts)
+{
+	uint16_t attr = (uint16_t)be_get(p + RECORDS_ATTR_OFF, 2);
+
+	be_put(p + RECORDS_ATTR_OFF, attr | RECORDS_ATTR_LOG_APPEND_TIME, 2);
+	be_put(p + 35, (uint64_t)ts, 8);
+	be_put(p + RECORDS_CRC_OFF, crc32c(p + RECORDS_ATTR_OFF, len - RECORDS_ATTR_OFF), 4);
+}
+
+/* ---- building ---- */
+
+struct batch_spec {
+	int64_t base_offset;
+	int16_t attributes;
+	int64_t ts_ms;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	int32_t base_sequence;
+};
+
+static size_t bytes_len_size(int32_t len)
+{
+	return varint_size(len) + (len > 0 ? (size_t)len : 0);
+}
+
+static void record_write(struct wr *w, int32_t offset_delta, const struct rec_kv *kv)
+{
+	size_t body = 1 + varlong_size(0) + varint_size(offset_delta) + bytes_len_size(kv->key_len) +
+		      bytes_len_size(kv->value_len) + varint_size(0);
+
+	wr_varint(w, (int32_t)body);
+	wr_i8(w, 0);        /* attributes */
+	wr_varlong(w, 0);   /* timestampDelta */
+	wr_varint(w, offset_delta);
+	wr_varint(w, kv->key_len);
+	if (kv->key_len > 0)
+		wr_raw(w, kv->key, (size_t)kv->key_len);
+	wr_varint(w, kv->value_len);
+	if (kv->value_len > 0)
+		wr_raw(w, kv->value, (size_t)kv->value_len);
+	wr_varint(w, 0);    /* headers */
+}
+
+static int batch_write(struct wr *w, const struct batch_spec *s, const struct rec_kv *recs, int n)
+{
+	size_t start = w->len, len_at;
+	uint32_t crc;
+
+	wr_i64(w, s->base_offset);
+	len_at = wr_i32(w, 0);
+	wr_i32(w, -1);      /* partitionLeaderEpoch: set by the log */
+	wr_i8(w, 2);
+	wr_u32(w, 0);       /* crc, patched below */
+	wr_i16(w, s->attributes);
+	wr_i32(w, n - 1);
+	wr_i64(w, s->ts_ms);
+	wr_i64(w, s->ts_ms);
+	wr_i64(w, s->producer_id);
+	wr_i16(w, s->producer_epoch);
+	wr_i32(w, s->base_sequence);
+	wr_i32(w, n);
+	for (int i = 0; i < n; i++)
+		record_write(w, i, &recs[i]);
+	if (w->err)
+		return w->err;
+	wr_patch_i32(w, len_at, (int32_t)(w->len - start - RECORDS_LOG_OVERHEAD));
+	crc = crc32c(w->buf + start + RECORDS_ATTR_OFF, w->len - start - RECORDS_ATTR_OFF);
+	wr_patch_u32(w, start + RECORDS_CRC_OFF, crc);
+	return 0;
+}
+
+int records_build(struct wr *w, int64_t base_offset, int64_t ts_ms, const struct rec_kv *recs,
+		  int n)
+{
+	struct batch_spec s = { base_offset, 0, ts_ms, -1, -1, -1 };
+
+	if (n < 1)
+		return -EINVAL;
+	return batch_write(w, &s, recs, n);
+}
+
+int records_build_control(struct wr *w, int64_t producer_id, int16_t producer_epoch, bool commit,
+			  int32_t coordinator_epoch, int64_t ts_ms)
+{
+	struct batch_spec s = { 0, RECORDS_ATTR_TRANSACTIONAL | RECORDS_ATTR_CONTROL, ts_ms,
+				producer_id, producer_epoch, -1 };
+	uint8_t key[4], value[6];
+	struct rec_kv kv = { key, sizeof(key), value, sizeof(value) };
+
+	be_put(key, 0, 2);                       /* version */
+	be_put(key + 2, commit ? 1 : 0, 2);      /* type: 0 abort, 1 commit */
+	be_put(value, 0, 2);                     /* version */
+	be_put(value + 2, (uint32_t)coordinator_epoch, 4);
+	return batch_write(w, &s, &kv, 1);
+}
+
+int records_control_parse(const uint8_t *p, const struct batch_hdr *h, bool *commit,
+			  int32_t *coordinator_epoch)
+{
+	struct rd r;
+	struct bytes key, value;
+	int32_t klen, vlen, type;
+
+	if (!records_is_control(h) || h->record_count < 1)
+		return -EBADMSG;
+	rd_init(&r, p + RECORDS_HDR_SIZE, (size_t)h->size - RECORDS_HDR_SIZE);
+	rd_varint(&r);      /* length */
+	rd_i8(&r);          /* attributes */
+	rd_varlong(&r);     /* timestampDelta */
+	rd_varint(&r);      /* offsetDelta */
+	klen = rd_varint(&r);
+	if (klen < 4 || !rd_view(&r, (size_t)klen, &key))
+		return -EBADMSG;
+	vlen = rd_varint(&r);
+	if (vlen < 6 || !rd_view(&r, (size_t)vlen, &value) || r.err)
+		return -EBADMSG;
+	type = (int32_t)be_get(key.p + 2, 2);
+	if (type != 0 && type != 1)
+		return -EBADMSG;
+	*commit = type == 1;
+	*coordinator_epoch = (int32_t)be_get(value.p + 2, 4);
+	return 0;
+}
