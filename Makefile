@@ -7,12 +7,13 @@ CC      ?= gcc
 PYTHON  ?= /usr/bin/python3
 OPT     ?= -O2
 BUILD   ?= build
-CFLAGS  := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc -I$(BUILD)/gen -MMD -MP
+CFLAGS  := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc -I$(BUILD)/gen
+DEPFLAGS := -MMD -MP
 LDLIBS  := -lisal -lpthread
 
 ifeq ($(SANITIZE),1)
 BUILD   := build-san
-CFLAGS  := -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc -I$(BUILD)/gen -MMD -MP \
+CFLAGS  := -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc -I$(BUILD)/gen \
            -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 endif
@@ -49,11 +50,11 @@ $(GEN_H) $(GEN_C): src/proto/gen.py $(SCHEMAS)
 
 $(BUILD)/obj/gen/proto_msgs.o: $(GEN_C) $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c | $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BROKER): $(BUILD)/obj/src/broker/main.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)

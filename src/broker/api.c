@@ -10,6 +10,8 @@
  */
 #include "broker/api.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +45,35 @@ void *req_alloc(struct req *rq, size_t count, size_t size)
 		log_error("out of memory allocating %zu x %zu bytes for a request", count, size);
 		abort();
 	}
+	return p;
+}
+
+struct kstr req_printf(struct req *rq, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+	char *p;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	p = req_alloc(rq, (size_t)n + 1, 1);
+	memcpy(p, buf, (size_t)n);
+	return (struct kstr){ p, n };
+}
+
+const char *req_cstr(struct req *rq, struct kstr s)
+{
+	int32_t len = s.len > 0 ? s.len : 0;
+	char *p = req_alloc(rq, (size_t)len + 1, 1);
+
+	if (len)
+		memcpy(p, s.p, (size_t)len);
 	return p;
 }
 

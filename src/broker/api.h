@@ -71,6 +71,11 @@ void req_reset_out(struct req *rq);
  */
 void *req_alloc(struct req *rq, size_t count, size_t size);
 
+/* A formatted message (e.g. an ErrorMessage field) in the request arena. */
+struct kstr req_printf(struct req *rq, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A NUL-terminated copy of s (null -> "") in the request arena. */
+const char *req_cstr(struct req *rq, struct kstr s);
+
 /* Entry point for the network layer (net/conn.h conn_request_fn). */
 void api_on_request(struct conn *c, struct conn_slot *slot, uint8_t *frame, int32_t len);
 

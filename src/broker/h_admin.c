@@ -31,37 +31,6 @@
 #include "proto/kerr.h"
 #include "util/log.h"
 
-/* An error message for a response, in the request arena. */
-static struct kstr __attribute__((format(printf, 2, 3))) admin_msg(struct req *rq, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	int n;
-	char *p;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		n = 0;
-	if ((size_t)n >= sizeof(buf))
-		n = (int)sizeof(buf) - 1;
-	p = req_alloc(rq, (size_t)n + 1, 1);
-	memcpy(p, buf, (size_t)n);
-	return (struct kstr){ p, n };
-}
-
-/* A NUL-terminated copy of s (null -> ""), in the request arena. */
-static const char *admin_cstr(struct req *rq, struct kstr s)
-{
-	int32_t len = s.len > 0 ? s.len : 0;
-	char *p = req_alloc(rq, (size_t)len + 1, 1);
-
-	if (len)
-		memcpy(p, s.p, (size_t)len);
-	return p;
-}
-
 static int admin_kstr_cmp(const void *a, const void *b)
 {
 	const struct kstr *x = *(const struct kstr *const *)a, *y = *(const struct kstr *const *)b;
@@ -122,7 +91,7 @@ static struct topic *admin_topic(struct req *rq, struct kstr name, int16_t *err,
 
 	if (!t) {
 		*err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-		*msg = admin_msg(rq, "The topic '%s' does not exist.", admin_cstr(rq, name));
+		*msg = req_printf(rq, "The topic '%s' does not exist.", req_cstr(rq, name));
 	}
 	return t;
 }
@@ -143,7 +112,7 @@ static int16_t create_assignments(struct req *rq, const struct CreateTopicsReque
 	bool *seen = req_alloc(rq, (size_t)n, sizeof(*seen));
 
 	if (in->NumPartitions != -1 || in->ReplicationFactor != -1) {
-		*msg = admin_msg(rq, "Both numPartitions or replicationFactor and replicasAssignments were set. "
+		*msg = req_printf(rq, "Both numPartitions or replicationFactor and replicasAssignments were set. "
 				     "Both cannot be used at the same time.");
 		return KERR_INVALID_REQUEST;
 	}
@@ -151,13 +120,13 @@ static int16_t create_assignments(struct req *rq, const struct CreateTopicsReque
 		const struct CreateTopicsRequestAssignment *a = &in->Assignments.v[i];
 
 		if (a->PartitionIndex < 0 || a->PartitionIndex >= n || seen[a->PartitionIndex]) {
-			*msg = admin_msg(rq, "Partitions must be numbered 0 to %d, each once; got %d.", n - 1,
+			*msg = req_printf(rq, "Partitions must be numbered 0 to %d, each once; got %d.", n - 1,
 					 a->PartitionIndex);
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
 		seen[a->PartitionIndex] = true;
 		if (!admin_replicas_ok(rq, &a->BrokerIds)) {
-			*msg = admin_msg(rq, "Partition %d may only be assigned to broker %d (this single node).",
+			*msg = req_printf(rq, "Partition %d may only be assigned to broker %d (this single node).",
 					 a->PartitionIndex, rq->b->node_id);
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
@@ -177,15 +146,15 @@ static int16_t create_sizes(struct req *rq, const struct CreateTopicsRequestTopi
 	if (in->Assignments.n > 0)
 		return create_assignments(rq, in, nparts, msg);
 	if (np <= 0) {
-		*msg = admin_msg(rq, "Number of partitions was set to an invalid non-positive value.");
+		*msg = req_printf(rq, "Number of partitions was set to an invalid non-positive value.");
 		return KERR_INVALID_PARTITIONS;
 	}
 	if (rf <= 0) {
-		*msg = admin_msg(rq, "Replication factor must be larger than 0, or -1 to use the default value.");
+		*msg = req_printf(rq, "Replication factor must be larger than 0, or -1 to use the default value.");
 		return KERR_INVALID_REPLICATION_FACTOR;
 	}
 	if (rf > 1) {
-		*msg = admin_msg(rq, "Unable to replicate the partition %d time(s): The target replication factor "
+		*msg = req_printf(rq, "Unable to replicate the partition %d time(s): The target replication factor "
 				     "of %d cannot be reached because only 1 broker(s) are registered.", rf, rf);
 		return KERR_INVALID_REPLICATION_FACTOR;
 	}
@@ -201,21 +170,21 @@ static int16_t create_configs(struct req *rq, const struct CreateTopicsRequestTo
 
 	for (int32_t i = 0; i < in->Configs.n; i++) {
 		const struct CreateTopicsRequestConfig *c = &in->Configs.v[i];
-		const char *key = admin_cstr(rq, c->Name);
+		const char *key = req_cstr(rq, c->Name);
 		int rc;
 
 		if (c->Value.len < 0) {
-			*msg = admin_msg(rq, "Null value not supported for topic configs: %s", key);
+			*msg = req_printf(rq, "Null value not supported for topic configs: %s", key);
 			return KERR_INVALID_REQUEST;
 		}
 		err[0] = '\0';
-		rc = topic_cfg_set(tcfg, key, admin_cstr(rq, c->Value), err, sizeof(err));
+		rc = topic_cfg_set(tcfg, key, req_cstr(rq, c->Value), err, sizeof(err));
 		if (rc == -ENOENT) {
-			*msg = admin_msg(rq, "Unknown topic config name: %s", key);
+			*msg = req_printf(rq, "Unknown topic config name: %s", key);
 			return KERR_INVALID_CONFIG;
 		}
 		if (rc < 0) {
-			*msg = admin_msg(rq, "%s", rc == -ENOMEM ? "out of memory" : err);
+			*msg = req_printf(rq, "%s", rc == -ENOMEM ? "out of memory" : err);
 			return rc == -ENOMEM ? KERR_UNKNOWN_SERVER_ERROR : KERR_INVALID_CONFIG;
 		}
 	}
@@ -226,7 +195,7 @@ static int16_t create_configs(struct req *rq, const struct CreateTopicsRequestTo
 static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic *in, bool validate_only,
 			  struct kstr *msg)
 {
-	const char *name = admin_cstr(rq, in->Name);
+	const char *name = req_cstr(rq, in->Name);
 	struct topic_cfg tcfg;
 	struct topic *t;
 	int32_t nparts = 0;
@@ -234,23 +203,23 @@ static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic 
 	int rc;
 
 	if (!topic_name_valid(in->Name)) {
-		*msg = admin_msg(rq, "Topic name '%s' is illegal: it must be 1 to 249 characters of ASCII "
+		*msg = req_printf(rq, "Topic name '%s' is illegal: it must be 1 to 249 characters of ASCII "
 				     "alphanumerics, '.', '_' and '-', and not '.' or '..'", name);
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	}
 	if (registry_find(rq->b->reg, in->Name)) {
-		*msg = admin_msg(rq, "Topic '%s' already exists.", name);
+		*msg = req_printf(rq, "Topic '%s' already exists.", name);
 		return KERR_TOPIC_ALREADY_EXISTS;
 	}
 	if ((t = admin_collision(rq, in->Name)) != NULL) {
-		*msg = admin_msg(rq, "Topic '%s' collides with existing topic: %s", name, t->name);
+		*msg = req_printf(rq, "Topic '%s' collides with existing topic: %s", name, t->name);
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	}
 	err = create_sizes(rq, in, &nparts, msg);
 	if (err)
 		return err;
 	if (topic_cfg_init(&tcfg, &rq->b->cfg) < 0) {
-		*msg = admin_msg(rq, "out of memory");
+		*msg = req_printf(rq, "out of memory");
 		return KERR_UNKNOWN_SERVER_ERROR;
 	}
 	err = create_configs(rq, in, &tcfg, msg);
@@ -258,7 +227,7 @@ static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic 
 		rc = registry_create(rq->b->reg, in->Name, nparts, &tcfg, &t);
 		if (rc < 0) {
 			log_error("cannot create topic '%s': %s", name, strerror(-rc));
-			*msg = admin_msg(rq, "Cannot create topic '%s': %s", name, strerror(-rc));
+			*msg = req_printf(rq, "Cannot create topic '%s': %s", name, strerror(-rc));
 			err = rc == -EEXIST ? KERR_TOPIC_ALREADY_EXISTS : KERR_UNKNOWN_SERVER_ERROR;
 		}
 	}
@@ -285,7 +254,7 @@ int h_create_topics(struct req *rq, const void *vin, void *vout)
 		r->ErrorMessage = KSTR_NULL;
 		if (dup[i]) {
 			r->ErrorCode = KERR_INVALID_REQUEST;
-			r->ErrorMessage = admin_msg(rq, "Found multiple entries for this topic.");
+			r->ErrorMessage = req_printf(rq, "Found multiple entries for this topic.");
 			continue;
 		}
 		r->ErrorCode = create_one(rq, &in->Topics.v[i], in->validateOnly, &r->ErrorMessage);
@@ -343,24 +312,24 @@ static int16_t partitions_check(struct req *rq, const struct CreatePartitionsReq
 	int32_t adding = in->Count - t->nparts;
 
 	if (in->Count < t->nparts) {
-		*msg = admin_msg(rq, "The topic %s currently has %d partition(s); %d would not be an increase.",
+		*msg = req_printf(rq, "The topic %s currently has %d partition(s); %d would not be an increase.",
 				 t->name, t->nparts, in->Count);
 		return KERR_INVALID_PARTITIONS;
 	}
 	if (in->Count == t->nparts) {
-		*msg = admin_msg(rq, "Topic already has %d partition(s).", t->nparts);
+		*msg = req_printf(rq, "Topic already has %d partition(s).", t->nparts);
 		return KERR_INVALID_PARTITIONS;
 	}
 	if (in->Assignments.n < 0)
 		return KERR_NONE;
 	if (in->Assignments.n != adding) {
-		*msg = admin_msg(rq, "Attempted to add %d additional partition(s), but only %d assignment(s) "
+		*msg = req_printf(rq, "Attempted to add %d additional partition(s), but only %d assignment(s) "
 				     "were specified.", adding, in->Assignments.n);
 		return KERR_INVALID_REPLICA_ASSIGNMENT;
 	}
 	for (int32_t i = 0; i < adding; i++) {
 		if (!admin_replicas_ok(rq, &in->Assignments.v[i].BrokerIds)) {
-			*msg = admin_msg(rq, "Partition %d may only be assigned to broker %d (this single node).",
+			*msg = req_printf(rq, "Partition %d may only be assigned to broker %d (this single node).",
 					 t->nparts + i, rq->b->node_id);
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
@@ -383,7 +352,7 @@ static int16_t partitions_one(struct req *rq, const struct CreatePartitionsReque
 	rc = registry_add_partitions(rq->b->reg, t, in->Count);
 	if (rc < 0) {
 		log_error("cannot add partitions to '%s': %s", t->name, strerror(-rc));
-		*msg = admin_msg(rq, "Cannot add partitions: %s (topic now has %d)", strerror(-rc), t->nparts);
+		*msg = req_printf(rq, "Cannot add partitions: %s (topic now has %d)", strerror(-rc), t->nparts);
 		return KERR_UNKNOWN_SERVER_ERROR;
 	}
 	return KERR_NONE;
@@ -407,7 +376,7 @@ int h_create_partitions(struct req *rq, const void *vin, void *vout)
 		r->Name = in->Topics.v[i].Name;
 		if (dup[i]) {
 			r->ErrorCode = KERR_INVALID_REQUEST;
-			r->ErrorMessage = admin_msg(rq, "Duplicate topic in request.");
+			r->ErrorMessage = req_printf(rq, "Duplicate topic in request.");
 			continue;
 		}
 		r->ErrorCode = partitions_one(rq, &in->Topics.v[i], in->ValidateOnly, &r->ErrorMessage);

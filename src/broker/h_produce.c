@@ -40,6 +40,8 @@ static int16_t produce_kerr(int err)
 		return KERR_MESSAGE_TOO_LARGE;
 	case -EPROTO:
 		return KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
+	case -EINVAL:
+		return KERR_INVALID_RECORD;
 	default:
 		return KERR_KAFKA_STORAGE_ERROR;
 	}
@@ -205,6 +207,17 @@ void produce_on_synced(struct broker *b)
 			produce_fail_sync(rq->out);
 		req_reply(rq);
 	}
+}
+
+void produce_drop_parked(void)
+{
+	while (produce_parked_head) {
+		struct req *rq = produce_parked_head;
+
+		produce_parked_head = rq->park_next;
+		req_noreply(rq);
+	}
+	produce_parked_tail = NULL;
 }
 
 void produce_flush_policy(struct broker *b, int64_t now_ms)

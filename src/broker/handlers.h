@@ -24,6 +24,8 @@ int h_incremental_alter_configs(struct req *rq, const void *in, void *out);
 
 /* Completes parked acks=all produce requests whose fsync round is done. */
 void produce_on_synced(struct broker *b);
+/* Frees parked produce requests without replying (shutdown). */
+void produce_drop_parked(void);
 /* Re-evaluates parked long-poll fetches (after appends or timeouts). */
 void fetch_wake(struct broker *b);
 /* Requests time-based flushes (log.flush.interval.ms); called periodically. */

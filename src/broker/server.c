@@ -224,14 +224,14 @@ int server_start(struct broker *b)
 	api_broker = b;
 	b->node_id = b->cfg.node_id;
 	err = loop_new(&b->loop);
+	if (!err) /* before any thread exists, so every thread blocks them */
+		err = server_signals(b);
 	if (!err)
 		err = registry_open(&b->cfg, &b->reg);
 	if (err)
 		return err;
 	snprintf(b->cluster_id, sizeof(b->cluster_id), "%s", registry_cluster_id(b->reg));
 	err = syncer_start(b->loop, &b->syncer);
-	if (!err)
-		err = server_signals(b);
 	if (!err)
 		err = server_listen(b);
 	if (err)
@@ -253,7 +253,13 @@ void server_stop(struct broker *b)
 	int64_t t0 = clock_mono_ms();
 
 	close(b->listen_io.fd);
-	syncer_stop(b->syncer);
+	conn_close_all();
+	fetch_wake(b);          /* parked fetches see their connection closed */
+	syncer_stop(b->syncer); /* syncs what is still dirty */
+	produce_drop_parked();  /* their connections are gone */
+	conn_reap();
 	registry_close(b->reg);
+	close(server_signal_io.fd);
+	loop_free(b->loop);
 	log_info("clean shutdown complete in %lld ms", (long long)(clock_mono_ms() - t0));
 }

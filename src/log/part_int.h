@@ -14,6 +14,7 @@
 
 #include "log/epochs.h"
 #include "log/partition.h"
+#include "log/pstate.h"
 #include "log/segment.h"
 
 #define LOG_START_FILE "log-start-offset"
@@ -34,7 +35,9 @@ struct part {
 	bool dir_dirty;             /* a segment was created since the last sync (mu) */
 	int32_t leader_epoch;       /* stamped into appended batches */
 	struct epochs epochs;
+	struct pstate pstate;       /* producer state (pstate.h) */
 	uint8_t *scratch;           /* PART_SCRATCH_BYTES, event-loop thread only */
+	int64_t time_pos;           /* file position of the batch part_time_in_seg() found */
 };
 
 static inline struct seg *part_active(const struct part *part)

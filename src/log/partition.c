@@ -37,6 +37,7 @@ void part_cfg_default(struct part_cfg *cfg)
 	cfg->index_interval_bytes = 4096;
 	cfg->segment_index_bytes = 10 << 20;
 	cfg->log_append_time = false;
+	cfg->producer_id_expiration_ms = 86400000;
 }
 
 void part_set_cfg(struct part *part, const struct part_cfg *cfg)
@@ -186,6 +187,7 @@ static int part_load_seg(struct part *part, int i, int64_t recovery_point)
 
 	rc = recover_load(seg, interval, part->scratch, PART_SCRATCH_BYTES, &truncated);
 	if (rc == 0 && seg->next_offset > recovery_point)
+		/* may hold unsynced data: check every CRC */
 		rc = recover_seg(seg, true, interval, part->scratch, PART_SCRATCH_BYTES, &truncated);
 	if (rc < 0)
 		return rc;
@@ -261,6 +263,81 @@ static int part_init_epochs(struct part *part, int32_t leader_epoch)
 	return changed ? epochs_write(ep, part->dir_fd, part->dir) : 0;
 }
 
+/* Applies every batch header from offset from to the LEO to the producer state. */
+static int part_scan_pstate(struct part *part, int64_t from, int64_t *batches)
+{
+	for (int i = 0; i < part->nsegs; i++) {
+		struct seg *seg = part->segs[i];
+		struct seg_iter it;
+		struct batch_hdr h;
+		int rc;
+
+		if (seg->next_offset <= from)
+			continue;
+		rc = seg_find(seg, from, &it, &h, part->scratch, PART_SCRATCH_BYTES);
+		while (rc == 1) {
+			rc = pstate_apply(&part->pstate, &h);
+			if (rc)
+				return rc;
+			++*batches;
+			seg_iter_skip(&it, &h);
+			rc = seg_iter_next(&it, &h);
+		}
+		if (rc == -EBADMSG)
+			log_error("log: '%s.log' position %" PRId64 ": %s", seg->path, it.pos,
+				  it.why ? it.why : "corrupt");
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Rebuilds the producer state after the segments are loaded: the newest
+ * valid snapshot at or below the LEO, then the log after it (from the log
+ * start without one), then expiry and the log start applied.
+ */
+static int part_load_pstate(struct part *part)
+{
+	struct pstate *ps = &part->pstate;
+	int64_t snap, from, batches = 0;
+	int rc;
+
+	rc = pstate_snapshot_load(ps, part->dir_fd, part->dir, part->leo, &snap);
+	from = snap > part->segs[0]->base_offset ? snap : part->segs[0]->base_offset;
+	if (!rc && from < part->leo)
+		rc = part_scan_pstate(part, from, &batches);
+	if (rc)
+		return rc;
+	pstate_expire(ps, clock_wall_ms(), part->cfg.producer_id_expiration_ms);
+	pstate_truncate_head(ps, part->log_start_offset);
+	if (batches || snap >= 0)
+		log_info("log: '%s': producer state of %u producer(s) from %s%" PRId64 " and %" PRId64
+			 " batch(es) up to %" PRId64,
+			 part->dir, ps->count, snap >= 0 ? "the snapshot at " : "the log from ",
+			 snap >= 0 ? snap : from, batches, part->leo);
+	return 0;
+}
+
+struct pstate *part_pstate(struct part *part)
+{
+	return &part->pstate;
+}
+
+/* Snapshots the producer state at the LEO unless the newest snapshot already says it. */
+static void part_write_pstate(struct part *part, const char *why)
+{
+	struct pstate *ps = &part->pstate;
+	int rc;
+
+	if (!ps->dirty && ps->snap_offset == part->leo)
+		return;
+	rc = pstate_snapshot_write(ps, part->dir_fd, part->dir, part->leo);
+	if (rc)
+		log_warn("log: '%s': cannot write the producer snapshot at %s: %s", part->dir, why,
+			 strerror(-rc));
+}
+
 static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
 {
 	struct part *part = calloc(1, sizeof(*part));
@@ -277,6 +354,7 @@ static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
 		return NULL;
 	}
 	pthread_mutex_init(&part->mu, NULL);
+	pstate_init(&part->pstate);
 	part_set_cfg(part, cfg);
 	return part;
 }
@@ -287,6 +365,7 @@ static void part_free(struct part *part)
 		seg_close(part->segs[i]);
 	free(part->segs);
 	epochs_release(&part->epochs);
+	pstate_release(&part->pstate);
 	if (part->dir_fd >= 0)
 		close(part->dir_fd);
 	pthread_mutex_destroy(&part->mu);
@@ -324,6 +403,8 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 		part->log_start_offset = log_start < part->leo ? log_start : part->leo;
 	part->recovery_point = recovery_point < part->leo ? recovery_point : part->leo;
 	rc = part_init_epochs(part, leader_epoch);
+	if (!rc)
+		rc = part_load_pstate(part);
 	if (rc)
 		goto out_free;
 	*out = part;
@@ -341,6 +422,7 @@ void part_close(struct part *part)
 	rc = part_sync(part);
 	if (rc)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
+	part_write_pstate(part, "close");
 	part_free(part);
 }
 
@@ -375,6 +457,7 @@ out_free:
 struct append_plan {
 	int64_t span;     /* offsets taken: sum of lastOffsetDelta + 1 */
 	int64_t records;
+	uint32_t producers; /* batches with a producer id (an upper bound of new producers) */
 };
 
 static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan)
@@ -382,6 +465,7 @@ static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan
 	size_t off = 0;
 
 	plan->span = plan->records = 0;
+	plan->producers = 0;
 	if (len == 0 || len > INT32_MAX)
 		return len ? -EMSGSIZE : -EBADMSG;
 	while (off < len) {
@@ -391,6 +475,7 @@ static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan
 			return -EBADMSG;
 		plan->span += (int64_t)h.last_offset_delta + 1;
 		plan->records += h.record_count;
+		plan->producers += h.producer_id >= 0;
 		off += (size_t)h.size;
 	}
 	return 0;
@@ -414,6 +499,7 @@ static int part_roll(struct part *part)
 	pthread_mutex_lock(&part->mu);
 	part->dir_dirty = true;
 	pthread_mutex_unlock(&part->mu);
+	part_write_pstate(part, "roll");
 	log_debug(LOGC_LOG, "log", "'%s': rolled new segment at offset %" PRId64, part->dir,
 		  part->leo);
 	return 0;
@@ -456,6 +542,22 @@ static void part_stamp(struct part *part, uint8_t *blob, size_t len, int64_t now
 	}
 }
 
+/* Records the appended (stamped) batches in the producer state; room was reserved. */
+static void part_apply_pstate(struct part *part, const uint8_t *blob, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		struct batch_hdr h;
+		int rc = records_batch_parse(blob + off, len - off, &h);
+
+		assert(rc == 0);
+		rc = pstate_apply(&part->pstate, &h);
+		assert(rc == 0);
+		off += (size_t)h.size;
+	}
+}
+
 int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms,
 		struct part_append_info *info)
 {
@@ -464,6 +566,8 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms,
 	int rc;
 
 	rc = append_plan(blob, len, &plan);
+	if (!rc)
+		rc = pstate_reserve(&part->pstate, plan.producers);
 	if (!rc)
 		rc = part_maybe_roll(part, len, plan.span, now_ms);
 	if (rc)
@@ -480,6 +584,7 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms,
 	part->unflushed += plan.records;
 	pthread_mutex_unlock(&part->mu);
 	part->hw = part->leo;
+	part_apply_pstate(part, blob, len);
 	info->base_offset = base;
 	info->last_offset = part->leo - 1;
 	info->log_append_time = part->cfg.log_append_time ? now_ms : -1;
@@ -584,7 +689,29 @@ static int part_time_in_seg(struct part *part, int i, int64_t ts, struct batch_h
 		seg_iter_skip(&it, h);
 		rc = seg_iter_next(&it, h);
 	}
+	part->time_pos = it.pos;
 	return rc;
+}
+
+/* Reads batch h (found by part_time_in_seg at part->time_pos) to find the record. */
+static int part_time_in_batch(struct part *part, int i, const struct batch_hdr *h, int64_t ts,
+			      int64_t *offset_out, int64_t *ts_out)
+{
+	uint8_t *buf;
+	ssize_t n;
+	int rc;
+
+	*offset_out = h->base_offset;
+	*ts_out = h->max_timestamp;
+	if (h->size > 64 << 20)
+		return 0;
+	buf = malloc((size_t)h->size);
+	if (!buf)
+		return -ENOMEM;
+	n = pread(part->segs[i]->log->fd, buf, (size_t)h->size, part->time_pos);
+	rc = n == h->size ? records_find_time(buf, h, ts, offset_out, ts_out) : -EIO;
+	free(buf);
+	return rc < 0 ? rc : 0;
 }
 
 int part_offset_for_time(struct part *part, int64_t ts, int64_t *offset_out, int64_t *ts_out)
@@ -600,9 +727,11 @@ int part_offset_for_time(struct part *part, int64_t ts, int64_t *offset_out, int
 		if (rc < 0)
 			return rc;
 		if (rc == 1) {
-			*offset_out = h.base_offset > part->log_start_offset ? h.base_offset
-									      : part->log_start_offset;
-			*ts_out = h.max_timestamp;
+			rc = part_time_in_batch(part, i, &h, ts, offset_out, ts_out);
+			if (rc < 0)
+				return rc;
+			if (*offset_out < part->log_start_offset)
+				*offset_out = part->log_start_offset;
 			return 0;
 		}
 	}

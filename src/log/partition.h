@@ -6,6 +6,9 @@
  *   <20-digit base offset>.log / .index / .timeindex   segments (segment.h,
  *                                 offidx.h, timeidx.h give the byte formats)
  *   leader-epoch-checkpoint      leader epoch cache (epochs.h)
+ *   <20-digit offset>.snapshot   producer state as of that offset (pstate.h;
+ *                                byte format in pstate.c), written at each
+ *                                roll and at clean close
  *   log-start-offset             "0\n<log start offset>\n": ours, not Kafka's
  *                                (Kafka keeps log-start-offset-checkpoint at
  *                                the log dir root); written atomically
@@ -37,6 +40,7 @@ struct part_cfg {
 	int32_t index_interval_bytes;   /* index.interval.bytes, default 4096 */
 	int32_t segment_index_bytes;    /* segment.index.bytes, default 10 MiB (max index size; roll when full) */
 	bool log_append_time;           /* message.timestamp.type=LogAppendTime */
+	int64_t producer_id_expiration_ms; /* producer.id.expiration.ms (broker-wide), default 1 day */
 };
 
 /* Kafka's defaults. */
@@ -112,6 +116,15 @@ int part_delete_records(struct part *part, int64_t offset);
  * segments deleted or -errno.
  */
 int part_retain(struct part *part, int64_t now_ms);
+
+/*
+ * Producer state (idempotence, transactions): owned by the partition, kept
+ * up to date by part_append, rebuilt by part_open (newest snapshot <= LEO,
+ * then the batch headers after it), trimmed by retention/DeleteRecords and
+ * by part_retain's expiry.  Callers read it and pstate_check() against it;
+ * only the log layer applies batches to it.
+ */
+struct pstate *part_pstate(struct part *part);
 
 /* Leader epoch: stamps later appends and records (epoch, LEO) in the cache. 0 or -errno. */
 int part_set_leader_epoch(struct part *part, int32_t leader_epoch);

@@ -122,6 +122,7 @@ int recover_load(struct seg *seg, int32_t index_interval_bytes, uint8_t *buf, si
 		if (rc != -EBADMSG)
 			return rc;
 	}
-	log_info("log: rebuilding indexes of '%s'", seg->path);
-	return recover_seg(seg, true, index_interval_bytes, buf, cap, truncated);
+	log_info("log: recovering '%s': index or tail inconsistent", seg->path);
+	rc = recover_seg(seg, true, index_interval_bytes, buf, cap, truncated);
+	return rc ? rc : 1;
 }

@@ -26,8 +26,9 @@ int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t
 
 /*
  * Loads a segment believed synced: falls back to recover_seg (with CRCs) if
- * an index is missing or inconsistent or the tail is invalid.
- * OUT *truncated as above.
+ * an index is inconsistent or the tail is invalid (a missing index file is
+ * simply refilled by the tail walk).  OUT *truncated as above.  Returns 0,
+ * 1 if it recovered the whole segment, or -errno.
  */
 int recover_load(struct seg *seg, int32_t index_interval_bytes, uint8_t *buf, size_t cap,
 		 int64_t *truncated);

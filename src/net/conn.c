@@ -51,9 +51,11 @@ struct conn {
 	int64_t out_bytes;  /* bytes of READY responses not yet written */
 	bool parsing;       /* conn_parse() is on the stack */
 	struct conn *reap_next;
+	struct conn *live_prev, *live_next; /* open connections */
 };
 
 static struct conn *conn_reap_list;
+static struct conn *conn_live;
 static uint64_t conn_next_id = 1;
 
 static void conn_on_io(struct loop_io *io, uint32_t events);
@@ -105,6 +107,10 @@ int conn_new(struct loop *loop, int fd, const struct conn_cfg *cfg, struct conn 
 	err = loop_add(loop, &c->io, EPOLLIN);
 	if (err)
 		goto out_free;
+	c->live_next = conn_live;
+	if (conn_live)
+		conn_live->live_prev = c;
+	conn_live = c;
 	*out = c;
 	return 0;
 out_free:
@@ -143,6 +149,12 @@ void conn_put(struct conn *c)
 	conn_reap_list = c;
 }
 
+void conn_close_all(void)
+{
+	while (conn_live)
+		conn_close(conn_live, NULL);
+}
+
 void conn_reap(void)
 {
 	while (conn_reap_list) {
@@ -166,6 +178,12 @@ void conn_close(struct conn *c, const char *why)
 	if (why)
 		log_info("%s: closing connection: %s", c->peer, why);
 	c->closed = true;
+	if (c->live_prev)
+		c->live_prev->live_next = c->live_next;
+	else
+		conn_live = c->live_next;
+	if (c->live_next)
+		c->live_next->live_prev = c->live_prev;
 	loop_del(c->loop, &c->io);
 	close(c->io.fd);
 	c->io.fd = -1;

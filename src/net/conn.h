@@ -64,6 +64,8 @@ uint64_t conn_id(const struct conn *c);
  */
 void conn_slot_done(struct conn *c, struct conn_slot *slot, struct wr *w);
 
+/* Closes every open connection (shutdown). */
+void conn_close_all(void);
 /* Frees connections closed since the last call; call between events. */
 void conn_reap(void);
 

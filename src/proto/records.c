@@ -9,9 +9,11 @@
 #include "proto/records.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/crc32c.h"
+#include "util/gunzip.h"
 
 static uint64_t be_get(const uint8_t *p, int n)
 {
@@ -79,6 +81,32 @@ bool records_batch_crc_ok(const uint8_t *p, const struct batch_hdr *h)
 	return crc32c(p + RECORDS_ATTR_OFF, (size_t)h->size - RECORDS_ATTR_OFF) == h->crc;
 }
 
+/*
+ * Walks the records of an uncompressed batch: each length must fit, the
+ * count must match recordCount and the offsets must be 0..n-1 as a
+ * producer writes them.  Touches only the varint headers, data already in
+ * cache from the CRC check.
+ */
+static bool records_walk_ok(const uint8_t *p, const struct batch_hdr *h)
+{
+	struct rd r;
+
+	rd_init(&r, p + RECORDS_HDR_SIZE, (size_t)(h->size - RECORDS_HDR_SIZE));
+	for (int32_t i = 0; i < h->record_count; i++) {
+		int32_t len = rd_varint(&r);
+		const uint8_t *next = r.p + len;
+
+		if (r.err || len < 3 || (size_t)len > rd_left(&r))
+			return false;
+		rd_i8(&r);
+		rd_varlong(&r);
+		if (rd_varint(&r) != i || r.err)
+			return false;
+		r.p = next;
+	}
+	return rd_left(&r) == 0 && h->last_offset_delta == h->record_count - 1;
+}
+
 int records_validate(const uint8_t *p, size_t len, int32_t max_batch_bytes, int *count_out)
 {
 	int64_t count = 0;
@@ -101,6 +129,10 @@ int records_validate(const uint8_t *p, size_t len, int32_t max_batch_bytes, int 
 			return -EBADMSG;
 		if (!records_batch_crc_ok(p + off, &h))
 			return -EBADMSG;
+		if (records_is_control(&h) || h.record_count <= 0)
+			return -EINVAL; /* producers never write control batches */
+		if (!(h.attributes & RECORDS_ATTR_CODEC_MASK) && !records_walk_ok(p + off, &h))
+			return -EINVAL;
 		count += h.record_count;
 		if (count > INT32_MAX)
 			return -EBADMSG;
@@ -128,6 +160,9 @@ void records_set_log_append_time(uint8_t *p, size_t len, int64_t ts)
 	be_put(p + 35, (uint64_t)ts, 8);
 	be_put(p + RECORDS_CRC_OFF, crc32c(p + RECORDS_ATTR_OFF, len - RECORDS_ATTR_OFF), 4);
 }
+
+#define RECORDS_CODEC_GZIP 1
+#define RECORDS_INFLATE_MAX (64 << 20)
 
 /* ---- building ---- */
 
@@ -242,4 +277,58 @@ int records_control_parse(const uint8_t *p, const struct batch_hdr *h, bool *com
 	*commit = type == 1;
 	*coordinator_epoch = (int32_t)be_get(value.p + 2, 4);
 	return 0;
+}
+
+/* Finds the first record with timestamp >= ts in n uncompressed records. */
+static int records_scan_time(const struct batch_hdr *h, const uint8_t *p, size_t len, int64_t ts,
+			     int64_t *offset_out, int64_t *ts_out)
+{
+	struct rd r;
+
+	rd_init(&r, p, len);
+	for (int32_t i = 0; i < h->record_count && !r.err; i++) {
+		int32_t rlen = rd_varint(&r);
+		const uint8_t *next = r.p + rlen;
+		int64_t rts, delta;
+
+		if (r.err || rlen < 0 || (size_t)rlen > rd_left(&r))
+			return -EBADMSG;
+		rd_i8(&r); /* attributes */
+		rts = h->base_timestamp + rd_varlong(&r);
+		delta = rd_varint(&r);
+		if (!r.err && rts >= ts) {
+			*offset_out = h->base_offset + delta;
+			*ts_out = rts;
+			return 1;
+		}
+		r.p = next;
+	}
+	return r.err ? -EBADMSG : 0;
+}
+
+int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, int64_t *offset_out,
+		      int64_t *ts_out)
+{
+	int codec = h->attributes & RECORDS_ATTR_CODEC_MASK;
+	const uint8_t *body = p + RECORDS_HDR_SIZE;
+	size_t body_len = (size_t)(h->size - RECORDS_HDR_SIZE);
+	uint8_t *plain = NULL;
+	size_t plain_len;
+	int rc;
+
+	if (h->max_timestamp < ts)
+		return 0;
+	*offset_out = h->base_offset;
+	*ts_out = h->max_timestamp;
+	if ((h->attributes & RECORDS_ATTR_LOG_APPEND_TIME) || (codec && codec != RECORDS_CODEC_GZIP))
+		return 1; /* one time for the batch, or a codec the broker cannot read */
+	if (codec == RECORDS_CODEC_GZIP) {
+		if (gunzip(body, body_len, RECORDS_INFLATE_MAX, &plain, &plain_len) < 0)
+			return 1;
+		body = plain;
+		body_len = plain_len;
+	}
+	rc = records_scan_time(h, body, body_len, ts, offset_out, ts_out);
+	free(plain);
+	return rc == 0 ? 1 : rc; /* max_timestamp >= ts, so a record qualifies */
 }

@@ -108,8 +108,10 @@ bool records_batch_crc_ok(const uint8_t *p, const struct batch_hdr *h);
  * magic 2, CRC-correct, with recordCount >= 0 and lastOffsetDelta >= 0.
  * Returns 0 with the total record count in *count_out, -EBADMSG (corrupt:
  * CORRUPT_MESSAGE), -EMSGSIZE (a batch larger than max_batch_bytes:
- * MESSAGE_TOO_LARGE) or -EPROTO (magic 0/1: UNSUPPORTED_FOR_MESSAGE_FORMAT).
- * An empty blob is valid with a count of 0.
+ * MESSAGE_TOO_LARGE), -EPROTO (magic 0/1: UNSUPPORTED_FOR_MESSAGE_FORMAT) or
+ * -EINVAL (INVALID_RECORD: a control batch, no records, or an uncompressed
+ * batch whose records do not match its header).  An empty blob is valid with
+ * a count of 0.
  */
 int records_validate(const uint8_t *p, size_t len, int32_t max_batch_bytes, int *count_out);
 
@@ -145,6 +147,15 @@ int records_build(struct wr *w, int64_t base_offset, int64_t ts_ms, const struct
  */
 int records_build_control(struct wr *w, int64_t producer_id, int16_t producer_epoch, bool commit,
 			  int32_t coordinator_epoch, int64_t ts_ms);
+
+/*
+ * ListOffsets by timestamp inside one whole batch p (header h): the first
+ * record whose timestamp >= ts.  Uncompressed batches are read record by
+ * record; a compressed batch (the broker does not decompress) answers with
+ * its base offset and max timestamp.  Returns 1 found, 0 none, -EBADMSG.
+ */
+int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, int64_t *offset_out,
+		      int64_t *ts_out);
 
 /*
  * Reads the marker of a control batch (p, h from records_batch_parse):

@@ -1,0 +1,192 @@
+"""Shared plumbing for Gregor's benchmarks (bench/compare, bench/partition-sweep).
+
+Starts the real broker (build dir $BUILD, default build-perf) or librdkafka's
+mock cluster (bench/mock-cluster.c, built here) as separate processes on free
+loopback ports, runs the two perf-test tools against them and parses their
+Kafka-format output. Benchmarks only: nothing here asserts on timings.
+
+Only processes started here are ever signalled, by pid.
+"""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("BUILD", "build-perf")
+BIN = os.path.join(ROOT, BUILD, "bin")
+PRODUCER = os.path.join(BIN, "gregor-producer-perf-test")
+CONSUMER = os.path.join(BIN, "gregor-consumer-perf-test")
+GREGOR = os.path.join(BIN, "gregor")
+MOCK = os.path.join(BIN, "mock-cluster")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    sys.stderr.write("[%s] %s\n" % (time.strftime("%H:%M:%S"), msg))
+    sys.stderr.flush()
+
+
+def build():
+    """Builds the broker and both tools in $BUILD, and the mock cluster host."""
+    subprocess.run(["make", "-s", "-C", ROOT, "BUILD=" + BUILD,
+                    os.path.join(BUILD, "bin", "gregor"),
+                    os.path.join(BUILD, "bin", "gregor-producer-perf-test"),
+                    os.path.join(BUILD, "bin", "gregor-consumer-perf-test")], check=True)
+    src = os.path.join(ROOT, "bench", "mock-cluster.c")
+    if not os.path.exists(MOCK) or os.path.getmtime(MOCK) < os.path.getmtime(src):
+        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", src, "-o", MOCK, "-lrdkafka", "-lpthread"],
+                       check=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def machine():
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return "%d x %s, %s" % (os.cpu_count(), model, os.uname().release)
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads) in seconds, from /proc."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+class Gregor:
+    """The real broker on a free port with a temp data dir."""
+    name = "gregor"
+
+    def __init__(self, partitions=1, props=None):
+        self.tmp = tempfile.mkdtemp(prefix="gregor-bench-")
+        self.port = free_port()
+        self.bootstrap = "127.0.0.1:%d" % self.port
+        data = os.path.join(self.tmp, "data")
+        os.makedirs(data)
+        with open(os.path.join(self.tmp, "server.properties"), "w") as f:
+            f.write("listeners=PLAINTEXT://%s\nlog.dirs=%s\nnum.partitions=%d\n"
+                    % (self.bootstrap, data, partitions))
+            for k, v in (props or {}).items():
+                f.write("%s=%s\n" % (k, v))
+        self.logf = open(os.path.join(self.tmp, "broker.log"), "w")
+        self.proc = subprocess.Popen([GREGOR, os.path.join(self.tmp, "server.properties")],
+                                     stdout=self.logf, stderr=subprocess.STDOUT, cwd=self.tmp)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("gregor exited during start-up; see %s/broker.log" % self.tmp)
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("gregor did not start")
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def prepare_topic(self, topic, partitions):
+        pass  # auto-created with num.partitions
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.logf.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class Mock:
+    """librdkafka's in-memory mock cluster in its own process (bench/mock-cluster.c)."""
+    name = "mock"
+
+    def __init__(self, topics=()):
+        args = [MOCK]
+        for t, p in topics:
+            args += ["--topic", "%s:%d" % (t, p)]
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.bootstrap = self.proc.stdout.readline().decode().strip()
+        if not self.bootstrap:
+            raise RuntimeError("mock-cluster printed no bootstrap address")
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+PROD_RE = re.compile(r"^(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+                     r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th\.$")
+
+
+def produce(bootstrap, topic, records, size, acks="1", idempotence=False, throughput=-1, extra=()):
+    """Runs the producer tool; returns a dict of its final line, or raises with its stderr."""
+    props = ["bootstrap.servers=" + bootstrap, "acks=" + acks]
+    if idempotence:
+        props.append("enable.idempotence=true")
+    props += list(extra)
+    cmd = [PRODUCER, "--topic", topic, "--num-records", str(records), "--record-size", str(size),
+           "--throughput", str(throughput), "--producer-props"] + props
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+    out = p.stdout.decode()
+    if p.returncode != 0:
+        raise RuntimeError("producer exit %d: %s" % (p.returncode, p.stderr.decode().strip()))
+    for line in out.splitlines():
+        m = PROD_RE.match(line.strip())
+        if m:
+            return {"records": int(m.group(1)), "rps": float(m.group(2)), "mbps": float(m.group(3)),
+                    "avg_ms": float(m.group(4)), "max_ms": float(m.group(5)), "p50": int(m.group(6)),
+                    "p95": int(m.group(7)), "p99": int(m.group(8)), "p999": int(m.group(9))}
+    raise RuntimeError("no final line in producer output:\n" + out)
+
+
+def consume(bootstrap, topic, messages, timeout_ms=10000, assign=True):
+    """Runs the consumer tool; returns a dict of its data row."""
+    cmd = [CONSUMER, "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(messages),
+           "--timeout", str(timeout_ms), "--hide-header"]
+    if assign:
+        cmd.append("--assign")
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError("consumer exit %d: %s" % (p.returncode, p.stderr.decode().strip()))
+    lines = [l for l in p.stdout.decode().splitlines() if l and not l.startswith("WARNING")]
+    f = [x.strip() for x in lines[-1].split(",")]
+    return {"mb": float(f[2]), "mbps": float(f[3]), "msgs": int(f[4]), "rebalance_ms": int(f[6]),
+            "fetch_ms": int(f[7]), "fetch_mbps": float(f[8]), "fetch_nmsgps": float(f[9]),
+            "complete": int(f[4]) >= messages}
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None

@@ -1,0 +1,576 @@
+/*
+ * group_store.c - offset tables and the __consumer_offsets record formats
+ * (see group_store.h for the byte layouts).
+ *
+ * Offset tables are sorted arrays searched by bisection: groups commit a
+ * few hundred partitions at most, and a sorted table makes "every offset of
+ * a topic" (OffsetFetch with all partitions) a contiguous run.
+ *
+ * Writes build one uncompressed batch per call (records_build) and append
+ * it with part_append; the caller decides about fsync.  Keys and values
+ * are first serialised into one scratch writer and only then pointed at
+ * (the writer may move while growing).
+ */
+#include "coord/group_store.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log/partition.h"
+#include "proto/records.h"
+#include "util/log.h"
+
+#define GROUP_STORE_KEY_OFFSET 1   /* version we write; 0 is read too */
+#define GROUP_STORE_KEY_META 2
+#define GROUP_STORE_VALUE_OFFSET 3
+#define GROUP_STORE_VALUE_META 3
+#define GROUP_STORE_READ_BYTES (1 << 20)
+
+struct group_store {
+	struct part **parts; /* borrowed */
+	int32_t nparts;
+};
+
+/* ---- offset tables ---- */
+
+void group_store_offsets_init(struct group_offsets *go)
+{
+	memset(go, 0, sizeof(*go));
+}
+
+static void group_store_offset_free(struct group_offset *o)
+{
+	free(o->topic); o->topic = NULL;
+	free(o->metadata); o->metadata = NULL;
+}
+
+static void group_store_pending_free(struct group_offsets_pending *p)
+{
+	for (int i = 0; i < p->n; i++)
+		group_store_offset_free(&p->v[i]);
+	free(p->v);
+	free(p);
+}
+
+void group_store_offsets_release(struct group_offsets *go)
+{
+	for (int i = 0; i < go->n; i++)
+		group_store_offset_free(&go->v[i]);
+	free(go->v); go->v = NULL;
+	while (go->pending) {
+		struct group_offsets_pending *p = go->pending;
+
+		go->pending = p->next;
+		group_store_pending_free(p);
+	}
+	go->n = go->cap = 0;
+}
+
+static int group_store_cmp(struct kstr topic, int32_t partition, const struct group_offset *o)
+{
+	size_t tl = strlen(o->topic), n = (size_t)topic.len < tl ? (size_t)topic.len : tl;
+	int c = memcmp(topic.p, o->topic, n);
+
+	if (c)
+		return c;
+	if ((size_t)topic.len != tl)
+		return (size_t)topic.len < tl ? -1 : 1;
+	return partition < o->partition ? -1 : partition > o->partition;
+}
+
+/* Index of (topic, partition) in v, or -(insertion point) - 1. */
+static int group_store_find(const struct group_offset *v, int n, struct kstr topic, int32_t partition)
+{
+	int lo = 0, hi = n - 1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2, c = group_store_cmp(topic, partition, &v[mid]);
+
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
+	}
+	return -lo - 1;
+}
+
+const struct group_offset *group_store_offset_get(const struct group_offsets *go, struct kstr topic,
+						  int32_t partition)
+{
+	int i = group_store_find(go->v, go->n, topic, partition);
+
+	return i >= 0 ? &go->v[i] : NULL;
+}
+
+/* Sets o in the sorted array (v, n, cap); copies o's strings. */
+static int group_store_array_set(struct group_offset **v, int *n, int *cap, const struct group_offset *o)
+{
+	struct kstr topic = kstr_c(o->topic);
+	int i = group_store_find(*v, *n, topic, o->partition);
+	char *meta = strdup(o->metadata ? o->metadata : "");
+
+	if (!meta)
+		return -ENOMEM;
+	if (i >= 0) {
+		free((*v)[i].metadata);
+		(*v)[i].metadata = meta;
+	} else {
+		char *t = strdup(o->topic);
+
+		if (!t || (*n == *cap && !(*v = reallocarray(*v, (size_t)(*cap = *cap ? *cap * 2 : 8), sizeof(**v))))) {
+			free(t);
+			free(meta);
+			return -ENOMEM;
+		}
+		i = -i - 1;
+		memmove(&(*v)[i + 1], &(*v)[i], (size_t)(*n - i) * sizeof(**v));
+		(*n)++;
+		(*v)[i].topic = t;
+		(*v)[i].partition = o->partition;
+		(*v)[i].metadata = meta;
+	}
+	(*v)[i].offset = o->offset;
+	(*v)[i].leader_epoch = o->leader_epoch;
+	(*v)[i].commit_ts_ms = o->commit_ts_ms;
+	return 0;
+}
+
+int group_store_offset_set(struct group_offsets *go, const struct group_offset *o)
+{
+	return group_store_array_set(&go->v, &go->n, &go->cap, o);
+}
+
+bool group_store_offset_delete(struct group_offsets *go, struct kstr topic, int32_t partition)
+{
+	int i = group_store_find(go->v, go->n, topic, partition);
+
+	if (i < 0)
+		return false;
+	group_store_offset_free(&go->v[i]);
+	memmove(&go->v[i], &go->v[i + 1], (size_t)(go->n - i - 1) * sizeof(*go->v));
+	go->n--;
+	return true;
+}
+
+int group_store_offset_stage(struct group_offsets *go, int64_t producer_id, const struct group_offset *o)
+{
+	struct group_offsets_pending *p = go->pending;
+
+	while (p && p->producer_id != producer_id)
+		p = p->next;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		p->producer_id = producer_id;
+		p->next = go->pending;
+		go->pending = p;
+	}
+	return group_store_array_set(&p->v, &p->n, &p->cap, o);
+}
+
+void group_store_offset_complete(struct group_offsets *go, int64_t producer_id, bool commit)
+{
+	struct group_offsets_pending **pp = &go->pending, *p;
+
+	while (*pp && (*pp)->producer_id != producer_id)
+		pp = &(*pp)->next;
+	p = *pp;
+	if (!p)
+		return;
+	*pp = p->next;
+	for (int i = 0; commit && i < p->n; i++)
+		if (group_store_offset_set(go, &p->v[i]) < 0)
+			log_error("out of memory committing staged offsets of producer %lld",
+				  (long long)producer_id);
+	group_store_pending_free(p);
+}
+
+bool group_store_offset_pending(const struct group_offsets *go, struct kstr topic, int32_t partition)
+{
+	for (const struct group_offsets_pending *p = go->pending; p; p = p->next)
+		if (group_store_find(p->v, p->n, topic, partition) >= 0)
+			return true;
+	return false;
+}
+
+/* ---- the store ---- */
+
+int group_store_new(struct group_store **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+void group_store_free(struct group_store *gs)
+{
+	free(gs);
+}
+
+void group_store_attach(struct group_store *gs, struct part **parts, int32_t nparts)
+{
+	gs->parts = parts;
+	gs->nparts = nparts;
+}
+
+bool group_store_attached(const struct group_store *gs)
+{
+	return gs->nparts > 0;
+}
+
+int32_t group_store_partition_of(const struct group_store *gs, struct kstr group)
+{
+	int32_t h = 0;
+
+	assert(gs->nparts > 0);
+	for (int32_t i = 0; i < group.len; i++)
+		h = (int32_t)(31u * (uint32_t)h + (uint8_t)group.p[i]);
+	return (h & 0x7fffffff) % gs->nparts;
+}
+
+/* ---- encoding ---- */
+
+static void group_store_wr_str(struct wr *w, struct kstr s)
+{
+	wr_i16(w, (int16_t)(s.p ? s.len : -1));
+	if (s.p && s.len > 0)
+		wr_raw(w, s.p, (size_t)s.len);
+}
+
+static void group_store_wr_bytes(struct wr *w, struct bytes b)
+{
+	wr_i32(w, b.p ? b.len : 0);
+	if (b.p && b.len > 0)
+		wr_raw(w, b.p, (size_t)b.len);
+}
+
+static void group_store_meta_value(struct wr *w, const struct group_store_meta *m)
+{
+	wr_i16(w, GROUP_STORE_VALUE_META);
+	group_store_wr_str(w, m->protocol_type.p ? m->protocol_type : KSTR(""));
+	wr_i32(w, m->generation);
+	group_store_wr_str(w, m->protocol_name);
+	group_store_wr_str(w, m->leader);
+	wr_i64(w, m->state_ts_ms);
+	wr_i32(w, m->nmembers);
+	for (int32_t i = 0; i < m->nmembers; i++) {
+		const struct group_store_member *mb = &m->members[i];
+
+		group_store_wr_str(w, mb->member_id);
+		group_store_wr_str(w, mb->group_instance_id);
+		group_store_wr_str(w, mb->client_id);
+		group_store_wr_str(w, mb->client_host);
+		wr_i32(w, mb->rebalance_timeout_ms);
+		wr_i32(w, mb->session_timeout_ms);
+		group_store_wr_bytes(w, mb->subscription);
+		group_store_wr_bytes(w, mb->assignment);
+	}
+}
+
+/* Key and value positions of one record inside the scratch writer. */
+struct group_store_span {
+	size_t key_at, key_len, value_at;
+	int32_t value_len; /* -1: tombstone */
+};
+
+static void group_store_offset_kv(struct wr *w, struct kstr group, const struct group_offset *o, bool tombstone,
+				  struct group_store_span *sp)
+{
+	sp->key_at = w->len;
+	wr_i16(w, GROUP_STORE_KEY_OFFSET);
+	group_store_wr_str(w, group);
+	group_store_wr_str(w, kstr_c(o->topic));
+	wr_i32(w, o->partition);
+	sp->key_len = w->len - sp->key_at;
+	sp->value_at = w->len;
+	sp->value_len = -1;
+	if (tombstone)
+		return;
+	wr_i16(w, GROUP_STORE_VALUE_OFFSET);
+	wr_i64(w, o->offset);
+	wr_i32(w, o->leader_epoch);
+	group_store_wr_str(w, kstr_c(o->metadata ? o->metadata : ""));
+	wr_i64(w, o->commit_ts_ms);
+	sp->value_len = (int32_t)(w->len - sp->value_at);
+}
+
+int group_store_write(struct group_store *gs, struct kstr group, const struct group_offset *offs, int n,
+		      bool tombstone, const struct group_store_meta *meta, bool meta_tombstone,
+		      int64_t now_ms, struct part **part_out)
+{
+	int nrec = n + (meta || meta_tombstone), err;
+	struct group_store_span *sp = calloc((size_t)(nrec ? nrec : 1), sizeof(*sp));
+	struct rec_kv *kv = calloc((size_t)(nrec ? nrec : 1), sizeof(*kv));
+	struct part *part = gs->parts[group_store_partition_of(gs, group)];
+	struct part_append_info info;
+	struct wr scratch, batch;
+
+	wr_init(&scratch);
+	wr_init(&batch);
+	err = !sp || !kv ? -ENOMEM : nrec == 0 ? -EINVAL : 0;
+	for (int i = 0; !err && i < n; i++)
+		group_store_offset_kv(&scratch, group, &offs[i], tombstone, &sp[i]);
+	if (!err && nrec > n) {
+		sp[n].key_at = scratch.len;
+		wr_i16(&scratch, GROUP_STORE_KEY_META);
+		group_store_wr_str(&scratch, group);
+		sp[n].key_len = scratch.len - sp[n].key_at;
+		sp[n].value_at = scratch.len;
+		sp[n].value_len = -1;
+		if (meta) {
+			group_store_meta_value(&scratch, meta);
+			sp[n].value_len = (int32_t)(scratch.len - sp[n].value_at);
+		}
+	}
+	if (!err && scratch.err)
+		err = scratch.err;
+	for (int i = 0; !err && i < nrec; i++)
+		kv[i] = (struct rec_kv){ scratch.buf + sp[i].key_at, (int32_t)sp[i].key_len,
+					 sp[i].value_len < 0 ? NULL : scratch.buf + sp[i].value_at, sp[i].value_len };
+	if (!err)
+		err = records_build(&batch, 0, now_ms, kv, nrec);
+	if (!err)
+		err = batch.err ? batch.err : part_append(part, batch.buf, batch.len, now_ms, &info);
+	if (!err)
+		*part_out = part;
+	wr_release(&scratch);
+	wr_release(&batch);
+	free(kv);
+	free(sp);
+	return err;
+}
+
+/* ---- decoding and loading ---- */
+
+static struct kstr group_store_rd_str(struct rd *r)
+{
+	int16_t len = rd_i16(r);
+	struct bytes b = { NULL, -1 };
+
+	if (len < 0)
+		return KSTR_NULL;
+	rd_view(r, (size_t)len, &b);
+	return (struct kstr){ (const char *)b.p, r->err ? -1 : len };
+}
+
+static struct bytes group_store_rd_bytes(struct rd *r)
+{
+	int32_t len = rd_i32(r);
+	struct bytes b = { NULL, -1 };
+
+	if (len >= 0)
+		rd_view(r, (size_t)len, &b);
+	return b;
+}
+
+/* Decodes an offset commit value; strings become NUL-less views (copied by the caller). */
+static int group_store_offset_value(struct rd *r, struct group_offset *o, struct kstr *meta)
+{
+	int16_t v = rd_i16(r);
+
+	o->offset = rd_i64(r);
+	o->leader_epoch = v >= 3 ? rd_i32(r) : -1;
+	*meta = group_store_rd_str(r);
+	o->commit_ts_ms = rd_i64(r);
+	if (v == 1)
+		rd_i64(r); /* expire timestamp */
+	return r->err || v < 0 || v > 3 ? -EBADMSG : 0;
+}
+
+static int group_store_meta_decode(struct rd *r, struct group_store_meta *m)
+{
+	int16_t v = rd_i16(r);
+	int32_t n;
+
+	m->protocol_type = group_store_rd_str(r);
+	m->generation = rd_i32(r);
+	m->protocol_name = group_store_rd_str(r);
+	m->leader = group_store_rd_str(r);
+	m->state_ts_ms = v >= 2 ? rd_i64(r) : -1;
+	n = rd_count(r, rd_i32(r), 20, false);
+	if (r->err || v < 0 || v > 3)
+		return -EBADMSG;
+	m->members = calloc((size_t)(n ? n : 1), sizeof(*m->members));
+	if (!m->members)
+		return -ENOMEM;
+	m->nmembers = n;
+	for (int32_t i = 0; i < n; i++) {
+		struct group_store_member *mb = &m->members[i];
+
+		mb->member_id = group_store_rd_str(r);
+		mb->group_instance_id = v >= 3 ? group_store_rd_str(r) : KSTR_NULL;
+		mb->client_id = group_store_rd_str(r);
+		mb->client_host = group_store_rd_str(r);
+		mb->rebalance_timeout_ms = v >= 1 ? rd_i32(r) : -1;
+		mb->session_timeout_ms = rd_i32(r);
+		mb->subscription = group_store_rd_bytes(r);
+		mb->assignment = group_store_rd_bytes(r);
+	}
+	return r->err ? -EBADMSG : 0;
+}
+
+/* One record of a non-control batch: dispatches on the key version. */
+static int group_store_apply(struct bytes key, struct bytes value, int64_t producer_id,
+			     const struct group_store_loader *ld, void *arg)
+{
+	struct rd r, rv;
+	int16_t kv;
+	struct kstr group;
+	int err = 0;
+
+	rd_init(&r, key.p, key.len > 0 ? (size_t)key.len : 0);
+	rd_init(&rv, value.p, value.len > 0 ? (size_t)value.len : 0);
+	kv = rd_i16(&r);
+	group = group_store_rd_str(&r);
+	if (kv == 0 || kv == 1) {
+		struct kstr topic = group_store_rd_str(&r), meta;
+		int32_t partition = rd_i32(&r);
+		struct group_offset o = { 0 };
+		char *t;
+
+		if (r.err || !topic.p)
+			return -EBADMSG;
+		if (value.len < 0) {
+			ld->on_offset(arg, group, topic, partition, NULL, producer_id);
+			return 0;
+		}
+		if (group_store_offset_value(&rv, &o, &meta) < 0)
+			return -EBADMSG;
+		t = strndup(topic.p, (size_t)topic.len);
+		o.metadata = meta.p ? strndup(meta.p, (size_t)meta.len) : strdup("");
+		o.topic = t;
+		o.partition = partition;
+		if (t && o.metadata)
+			ld->on_offset(arg, group, topic, partition, &o, producer_id);
+		else
+			err = -ENOMEM;
+		free(t);
+		free(o.metadata);
+		return err;
+	}
+	if (kv == 2 && !r.err) {
+		struct group_store_meta m = { 0 };
+
+		if (value.len < 0) {
+			ld->on_meta(arg, group, NULL);
+			return 0;
+		}
+		err = group_store_meta_decode(&rv, &m);
+		if (!err)
+			ld->on_meta(arg, group, &m);
+		free(m.members);
+		return err;
+	}
+	return -EBADMSG;
+}
+
+/* Walks the records of one uncompressed batch. */
+static int group_store_batch(const uint8_t *p, const struct batch_hdr *h, const struct group_store_loader *ld,
+			     void *arg)
+{
+	int64_t pid = records_is_transactional(h) ? h->producer_id : -1;
+	struct rd r;
+	int err = 0;
+
+	if (records_is_control(h)) {
+		bool commit;
+		int32_t epoch;
+
+		if (records_control_parse(p, h, &commit, &epoch) == 0)
+			ld->on_marker(arg, h->producer_id, commit);
+		return 0;
+	}
+	if (h->attributes & RECORDS_ATTR_CODEC_MASK)
+		return -EPROTO;
+	rd_init(&r, p + RECORDS_HDR_SIZE, (size_t)h->size - RECORDS_HDR_SIZE);
+	for (int32_t i = 0; !err && i < h->record_count; i++) {
+		int32_t len = rd_varint(&r), klen, vlen;
+		struct bytes key = { NULL, -1 }, value = { NULL, -1 };
+		struct rd rec;
+		struct bytes body;
+
+		if (len < 0 || !rd_view(&r, (size_t)len, &body))
+			return -EBADMSG;
+		rd_init(&rec, body.p, (size_t)body.len);
+		rd_i8(&rec);
+		rd_varlong(&rec);
+		rd_varint(&rec);
+		klen = rd_varint(&rec);
+		if (klen >= 0)
+			rd_view(&rec, (size_t)klen, &key);
+		vlen = rd_varint(&rec);
+		if (vlen >= 0)
+			rd_view(&rec, (size_t)vlen, &value);
+		if (rec.err || klen < 0)
+			return -EBADMSG;
+		err = group_store_apply(key, value, pid, ld, arg);
+	}
+	return err;
+}
+
+/* Parses the batches in buf; returns the offset after the last whole one. */
+static int64_t group_store_chunk(const uint8_t *buf, size_t len, int64_t offset,
+				 const struct group_store_loader *ld, void *arg, int32_t pidx)
+{
+	size_t pos = 0;
+	struct batch_hdr h;
+
+	while (pos < len && records_batch_parse(buf + pos, len - pos, &h) == 0) {
+		int err = records_last_offset(&h) >= offset ? group_store_batch(buf + pos, &h, ld, arg) : 0;
+
+		if (err)
+			log_warn("__consumer_offsets-%d: skipping batch at offset %lld: %s", pidx,
+				 (long long)h.base_offset, err == -EPROTO ? "compressed" : "malformed record");
+		offset = records_last_offset(&h) + 1;
+		pos += (size_t)h.size;
+	}
+	return offset;
+}
+
+static int group_store_load_part(struct part *part, int32_t pidx, const struct group_store_loader *ld, void *arg)
+{
+	int64_t offset = part_log_start_offset(part), hw = part_high_watermark(part);
+	uint8_t *buf = NULL;
+	int err = 0;
+
+	while (!err && offset < hw) {
+		struct fslice s = { 0 };
+		int64_t next;
+		uint8_t *nb;
+
+		err = part_read(part, offset, hw, GROUP_STORE_READ_BYTES, true, &s);
+		if (err || !s.ref || s.len == 0) {
+			fdref_put(s.ref);
+			break;
+		}
+		nb = realloc(buf, (size_t)s.len);
+		if (!nb || pread(s.ref->fd, nb, (size_t)s.len, s.pos) != s.len)
+			err = nb ? -EIO : -ENOMEM;
+		buf = nb ? nb : buf;
+		fdref_put(s.ref);
+		next = err ? offset : group_store_chunk(buf, (size_t)s.len, offset, ld, arg, pidx);
+		if (!err && next <= offset)
+			err = -EBADMSG;
+		offset = next;
+	}
+	free(buf);
+	return err;
+}
+
+int group_store_load(struct group_store *gs, const struct group_store_loader *ld, void *arg)
+{
+	for (int32_t i = 0; i < gs->nparts; i++) {
+		int err = group_store_load_part(gs->parts[i], i, ld, arg);
+
+		if (err) {
+			log_error("__consumer_offsets-%d: cannot load: %s", i, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}

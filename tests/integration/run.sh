@@ -1,0 +1,145 @@
+#!/bin/sh
+# Runs Gregor's integration tests: every tests/integration/NNNN-*.{py,sh,js,c}
+# in name order, each under a timeout, each starting its own broker on a free
+# port with a temp data dir (tests/lib/). See tests/README.md.
+#
+#   sh tests/integration/run.sh                 # all tests
+#   sh tests/integration/run.sh 0004 9001       # tests whose name starts with (or equals) an argument
+#
+# Output: one line per test, `PASS name (Ns)`, `FAIL name (Ns)` followed by the
+# test's output, or `SKIP name (reason)`; then `N skipped` if any were skipped,
+# and as the last line exactly `N passed, N failed`. Exit status 1 if any failed.
+#
+# Environment:
+#   BUILD          build dir (default build): broker at $BUILD/bin/gregor, C tests at $BUILD/bin/itest/
+#   GREGOR_BIN     broker binary (default $BUILD/bin/gregor)
+#   ITEST_TIMEOUT  seconds per test (default 300)
+#   GREGOR_GROUPS  =1 to run tests that declare `gregor-itest: requires-env GREGOR_GROUPS`
+#   ITEST_VERBOSE  =1 to print every test's output, not only failures'
+#
+# Kinds of test file:
+#   NNNN-x.py   /usr/bin/python3 (PYTHONPATH has tests/lib: `import gregor`)
+#   NNNN-x.sh   bash (source tests/lib/broker.sh)
+#   NNNN-x.js   node (NODE_PATH=tests/js/node_modules: `require('kafkajs')`; tests/lib/gregor.js)
+#   NNNN-x.c    built by the Makefile into $BUILD/bin/itest/NNNN-x. If a driver
+#               NNNN-x.sh or NNNN-x.py exists, only the driver is run (it starts
+#               the broker and runs the binary, e.g. several times with arguments);
+#               otherwise tests/lib/run-c-test.sh starts a broker and runs the
+#               binary once with the bootstrap address as argv[1].
+# Exit status 77 from a test means SKIP (automake convention).
+
+LC_ALL=C
+export LC_ALL
+cd "$(dirname "$0")/../.." || exit 2
+ROOT=$(pwd)
+: "${BUILD:=build}"
+: "${GREGOR_BIN:=$BUILD/bin/gregor}"
+case "$GREGOR_BIN" in /*) ;; *) GREGOR_BIN="$ROOT/$GREGOR_BIN" ;; esac
+: "${ITEST_TIMEOUT:=300}"
+export BUILD GREGOR_BIN
+PYTHONPATH="$ROOT/tests/lib${PYTHONPATH:+:$PYTHONPATH}"
+NODE_PATH="$ROOT/tests/js/node_modules${NODE_PATH:+:$NODE_PATH}"
+export PYTHONPATH NODE_PATH
+
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/gregor-itest-run-XXXXXX") || exit 2
+trap 'rm -rf "$OUT"' EXIT
+trap 'exit 130' INT TERM
+
+[ -x "$GREGOR_BIN" ] || echo "warning: broker binary $GREGOR_BIN is missing; tests will fail" >&2
+
+passed=0
+failed=0
+skipped=0
+failed_names=""
+
+selected() {
+	[ $# -eq 1 ] && return 0
+	n=$1
+	shift
+	for pat in "$@"; do
+		case "$n" in "$pat" | "$pat"*) return 0 ;; esac
+	done
+	return 1
+}
+
+now() { date +%s; }
+
+report() { # name status seconds outfile
+	case "$2" in
+	pass)
+		passed=$((passed + 1))
+		echo "PASS $1 ($3s)"
+		[ "${ITEST_VERBOSE:-}" = 1 ] && sed 's/^/    /' "$4"
+		;;
+	skip)
+		skipped=$((skipped + 1))
+		echo "SKIP $1 ($3)"
+		;;
+	*)
+		failed=$((failed + 1))
+		failed_names="$failed_names $1"
+		echo "FAIL $1 ($3s)"
+		echo "---- output of $1 ($2) ----"
+		tail -n 400 "$4"
+		echo "---- end of $1 ----"
+		;;
+	esac
+}
+
+for f in tests/integration/[0-9][0-9][0-9][0-9]-*; do
+	[ -f "$f" ] || continue
+	file=$(basename "$f")
+	stem=${file%.*}
+	ext=${file##*.}
+	case "$ext" in
+	py) cmd="/usr/bin/python3 $f" ;;
+	sh) cmd="bash $f" ;;
+	js) cmd="node $f" ;;
+	c)
+		# A C test with a driver is run through the driver.
+		if [ -f "tests/integration/$stem.sh" ] || [ -f "tests/integration/$stem.py" ]; then
+			continue
+		fi
+		cmd="bash tests/lib/run-c-test.sh $BUILD/bin/itest/$stem"
+		;;
+	*) continue ;;
+	esac
+	selected "$file" "$@" || continue
+
+	out="$OUT/$stem.out"
+	: >"$out"
+
+	req=$(sed -n 's/.*gregor-itest: requires-env \([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' "$f" | head -n 1)
+	if [ -n "$req" ]; then
+		val=$(eval "echo \${$req:-}")
+		if [ "$val" != 1 ]; then
+			report "$file" skip "needs $req=1"
+			continue
+		fi
+	fi
+
+	# C binaries: make sure this test's binary is built and fresh.
+	if [ -f "tests/integration/$stem.c" ]; then
+		if ! make --no-print-directory BUILD="$BUILD" "$BUILD/bin/itest/$stem" >"$out" 2>&1; then
+			report "$file" "build failed" 0 "$out"
+			continue
+		fi
+	fi
+
+	t0=$(now)
+	# shellcheck disable=SC2086
+	timeout -k 10 "$ITEST_TIMEOUT" $cmd >>"$out" 2>&1 </dev/null
+	rc=$?
+	dt=$(($(now) - t0))
+	case $rc in
+	0) report "$file" pass "$dt" "$out" ;;
+	77) report "$file" skip "test skipped itself: $(tail -n 1 "$out")" "$out" ;;
+	124 | 137) report "$file" "timeout after ${ITEST_TIMEOUT}s, exit $rc" "$dt" "$out" ;;
+	*) report "$file" "exit $rc" "$dt" "$out" ;;
+	esac
+done
+
+[ $skipped -gt 0 ] && echo "$skipped skipped"
+[ $failed -gt 0 ] && echo "failed:$failed_names"
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,243 @@
+"""Raw Kafka wire helpers for tests that must send exact (and wrong) bytes.
+
+Only what the hardening tests need: request header v1 framing, a few
+non-flexible request/response encodings (ApiVersions v0, Metadata v1,
+Produce v3) and record batch v2 with CRC-32C. Everything big-endian, sizes
+per the Kafka protocol guide; see /work/shared/PROTOCOL-NOTES.md section 5.
+"""
+
+import socket
+import struct
+import time
+
+# -- CRC-32C (Castagnoli), table driven -------------------------------------
+
+_CRC_TABLE = []
+for _n in range(256):
+    _c = _n
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC_TABLE.append(_c)
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = _CRC_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+# -- primitive encoders -----------------------------------------------------
+
+def i8(v):
+    return struct.pack(">b", v)
+
+
+def i16(v):
+    return struct.pack(">h", v)
+
+
+def i32(v):
+    return struct.pack(">i", v)
+
+
+def i64(v):
+    return struct.pack(">q", v)
+
+
+def string(s):
+    if s is None:
+        return i16(-1)
+    b = s.encode() if isinstance(s, str) else s
+    return i16(len(b)) + b
+
+
+def nbytes(b):
+    if b is None:
+        return i32(-1)
+    return i32(len(b)) + b
+
+
+def array(items, enc=lambda x: x):
+    if items is None:
+        return i32(-1)
+    return i32(len(items)) + b"".join(enc(x) for x in items)
+
+
+def varint(v):
+    """Signed zigzag varint (record fields)."""
+    z = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while True:
+        if z & ~0x7F:
+            out.append((z & 0x7F) | 0x80)
+            z >>= 7
+        else:
+            out.append(z)
+            return bytes(out)
+
+
+# -- framing ----------------------------------------------------------------
+
+def request(api_key, api_version, corr_id, body, client_id="gregor-itest"):
+    """A complete frame: int32 size + request header v1 + body."""
+    payload = i16(api_key) + i16(api_version) + i32(corr_id) + string(client_id) + body
+    return i32(len(payload)) + payload
+
+
+def connect(port, timeout_s=10):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+    s.settimeout(timeout_s)
+    return s
+
+
+def recv_exact(sock, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed after %d of %d bytes" % (len(buf), n))
+        buf += chunk
+    return bytes(buf)
+
+
+def recv_response(sock):
+    """One response frame: returns (correlation_id, body after the v0 header)."""
+    (size,) = struct.unpack(">i", recv_exact(sock, 4))
+    if size < 4 or size > 64 << 20:
+        raise AssertionError("response frame size %d" % size)
+    frame = recv_exact(sock, size)
+    return struct.unpack(">i", frame[:4])[0], frame[4:]
+
+
+def wait_closed(sock, timeout_s=5.0):
+    """True if the peer closes (EOF or reset) within timeout_s, reading and
+    discarding anything it sends; False if still open after timeout_s.
+    Returns (closed, bytes_received)."""
+    got = b""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        sock.settimeout(max(0.05, deadline - time.monotonic()))
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            break
+        except (ConnectionResetError, BrokenPipeError):
+            return True, got
+        if not chunk:
+            return True, got
+        got += chunk
+    return False, got
+
+
+# -- decoders ---------------------------------------------------------------
+
+class Reader:
+    def __init__(self, data):
+        self.d = data
+        self.p = 0
+
+    def take(self, n):
+        if self.p + n > len(self.d):
+            raise AssertionError("response truncated: need %d bytes at %d of %d" % (n, self.p, len(self.d)))
+        v = self.d[self.p:self.p + n]
+        self.p += n
+        return v
+
+    def i8(self):
+        return struct.unpack(">b", self.take(1))[0]
+
+    def i16(self):
+        return struct.unpack(">h", self.take(2))[0]
+
+    def i32(self):
+        return struct.unpack(">i", self.take(4))[0]
+
+    def i64(self):
+        return struct.unpack(">q", self.take(8))[0]
+
+    def string(self):
+        n = self.i16()
+        return None if n < 0 else self.take(n).decode()
+
+    def array(self, fn):
+        n = self.i32()
+        if n < 0:
+            return None
+        return [fn(self) for _ in range(n)]
+
+    def left(self):
+        return len(self.d) - self.p
+
+
+def api_versions_v0_body():
+    return b""
+
+
+def parse_api_versions_v0(body):
+    """-> (error_code, {api_key: (min, max)}, bytes left over)."""
+    r = Reader(body)
+    err = r.i16()
+    keys = r.array(lambda r: (r.i16(), r.i16(), r.i16()))
+    return err, {k: (lo, hi) for k, lo, hi in (keys or [])}, r.left()
+
+
+def metadata_v1_body(topics=None):
+    return array(topics, string)
+
+
+def parse_metadata_v1(body):
+    """-> dict(brokers=[(id, host, port, rack)], controller_id, topics={name: (err, [(err, part, leader)])})"""
+    r = Reader(body)
+    brokers = r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))
+    controller = r.i32()
+
+    def part(r):
+        err, idx, leader = r.i16(), r.i32(), r.i32()
+        r.array(lambda r: r.i32())
+        r.array(lambda r: r.i32())
+        return (err, idx, leader)
+
+    def topic(r):
+        err, name, _internal = r.i16(), r.string(), r.i8()
+        return name, (err, r.array(part))
+
+    topics = dict(r.array(topic))
+    return {"brokers": brokers, "controller_id": controller, "topics": topics, "left": r.left()}
+
+
+def produce_v3_body(topic, partition, records, acks=1, timeout_ms=10000):
+    return (string(None) + i16(acks) + i32(timeout_ms) +
+            array([topic], lambda t: string(t) + array([partition], lambda p: i32(p) + nbytes(records))))
+
+
+def parse_produce_v3(body):
+    """-> {(topic, partition): (error_code, base_offset)}"""
+    r = Reader(body)
+    out = {}
+    for name, parts in r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16(), r.i64(), r.i64())))):
+        for idx, err, base, _lat in parts:
+            out[(name, idx)] = (err, base)
+    r.i32()  # throttle_time_ms
+    return out
+
+
+# -- record batch v2 ----------------------------------------------------------
+
+def record(offset_delta, key, value, ts_delta=0):
+    body = (i8(0) + varint(ts_delta) + varint(offset_delta) +
+            (varint(-1) if key is None else varint(len(key)) + key) +
+            (varint(-1) if value is None else varint(len(value)) + value) +
+            varint(0))
+    return varint(len(body)) + body
+
+
+def record_batch(kvs, base_ts=1700000000000, record_count=None):
+    """Uncompressed, non-transactional batch v2 with a correct CRC-32C.
+    record_count overrides the declared count (to make a lying batch)."""
+    recs = b"".join(record(i, k, v) for i, (k, v) in enumerate(kvs))
+    after_crc = (i16(0) + i32(len(kvs) - 1) + i64(base_ts) + i64(base_ts) + i64(-1) + i16(-1) + i32(-1) +
+                 i32(len(kvs) if record_count is None else record_count) + recs)
+    crc = crc32c(after_crc)
+    tail = i32(-1) + i8(2) + struct.pack(">I", crc) + after_crc  # partitionLeaderEpoch .. end
+    return i64(0) + i32(len(tail)) + tail

@@ -1,0 +1,272 @@
+/* kafka.c - librdkafka plumbing shared by the tools (see kafka.h).
+ *
+ * State here is per process (a tool makes one or two handles): the
+ * timeout, whether the user asked for librdkafka debug output, the
+ * bootstrap list for messages, and the last error the error callback saw,
+ * guarded by a mutex because librdkafka may call back from its threads.
+ */
+#include "kafka.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "opt.h"
+#include "proto/kerr.h"
+
+static int timeout_ms = KAFKA_TIMEOUT_MS_DEFAULT;
+static bool debug_on;                 /* user set `debug`: keep librdkafka's logger */
+static char bootstrap_servers[512];   /* for messages only */
+static pthread_mutex_t last_err_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_err[512];
+
+void kafka_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", opt_prog());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+int kafka_timeout_ms(void)
+{
+	return timeout_ms;
+}
+
+const char *kafka_last_error(void)
+{
+	static char copy[sizeof(last_err)];
+
+	pthread_mutex_lock(&last_err_lock);
+	memcpy(copy, last_err, sizeof(copy));
+	pthread_mutex_unlock(&last_err_lock);
+	return copy;
+}
+
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	(void)rk;
+	(void)opaque;
+	pthread_mutex_lock(&last_err_lock);
+	snprintf(last_err, sizeof(last_err), "%s: %s", kafka_err_name(err), reason);
+	pthread_mutex_unlock(&last_err_lock);
+}
+
+/* Quiet logger: librdkafka's lines are noise for a command-line user; the
+ * interesting ones also reach error_cb. `debug=...` restores them. */
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+	(void)rk;
+	(void)level;
+	(void)fac;
+	(void)buf;
+}
+
+const char *kafka_err_name(rd_kafka_resp_err_t err)
+{
+	const char *name;
+
+	if (err < 0 || err > INT16_MAX)
+		return rd_kafka_err2name(err);
+	name = kerr_name((int16_t)err);
+	return strcmp(name, "UNKNOWN") ? name : rd_kafka_err2name(err);
+}
+
+rd_kafka_conf_t *kafka_conf_new(const char *bootstrap)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+	if (bootstrap) {
+		snprintf(bootstrap_servers, sizeof(bootstrap_servers), "%s", bootstrap);
+		if (kafka_conf_set(conf, "bootstrap.servers", bootstrap) != 0)
+			exit(2);
+	}
+	if (kafka_conf_set(conf, "client.id", opt_prog()) != 0)
+		exit(2);
+	rd_kafka_conf_set_error_cb(conf, error_cb);
+	return conf;
+}
+
+int kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *val)
+{
+	char errstr[512];
+
+	if (!strcmp(key, "default.api.timeout.ms")) {
+		char *end;
+		long v = strtol(val, &end, 10);
+
+		if (end == val || *end || v <= 0 || v > 3600000) {
+			fprintf(stderr, "%s: invalid value \"%s\" for \"%s\"\n", opt_prog(), val, key);
+			return -EINVAL;
+		}
+		timeout_ms = (int)v;
+		return 0;
+	}
+	if (!strcmp(key, "debug"))
+		debug_on = true;
+	if (rd_kafka_conf_set(conf, key, val, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
+		fprintf(stderr, "%s: property \"%s\": %s\n", opt_prog(), key, errstr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int kafka_conf_set_kv(rd_kafka_conf_t *conf, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	char key[256];
+
+	if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key)) {
+		fprintf(stderr, "%s: property \"%s\" is not of the form key=value\n", opt_prog(), kv);
+		return -EINVAL;
+	}
+	memcpy(key, kv, (size_t)(eq - kv));
+	key[eq - kv] = '\0';
+	return kafka_conf_set(conf, key, eq + 1);
+}
+
+static char *trim(char *s)
+{
+	char *e = s + strlen(s);
+
+	while (isspace((unsigned char)*s))
+		s++;
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int kafka_conf_load_file(rd_kafka_conf_t *conf, const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	char line[4096];
+	int lineno = 0;
+	int ret = 0;
+
+	if (!fp) {
+		ret = -errno;
+		fprintf(stderr, "%s: cannot open properties file \"%s\": %s\n", opt_prog(), path,
+			strerror(errno));
+		return ret;
+	}
+	while (ret == 0 && fgets(line, sizeof(line), fp)) {
+		char *key = trim(line);
+		size_t n;
+
+		lineno++;
+		if (*key == '\0' || *key == '#' || *key == '!')
+			continue;
+		n = strcspn(key, "=: \t");
+		if (key[n] == '\0') {
+			fprintf(stderr, "%s: %s:%d: expected key=value\n", opt_prog(), path, lineno);
+			ret = -EINVAL;
+			break;
+		}
+		key[n] = '\0';
+		char *val = trim(key + n + 1);
+		if (*val == '=' || *val == ':')
+			val = trim(val + 1);
+		if (kafka_conf_set(conf, key, val) != 0) {
+			fprintf(stderr, "%s: (in %s:%d)\n", opt_prog(), path, lineno);
+			ret = -EINVAL;
+		}
+	}
+	fclose(fp);
+	return ret;
+}
+
+void kafka_conf_apply(rd_kafka_conf_t *conf, const struct opts *o, const char *file_opt,
+		      const char *prop_opt)
+{
+	if (file_opt && opt_has(o, file_opt) &&
+	    kafka_conf_load_file(conf, opt_str(o, file_opt, NULL)) != 0)
+		exit(2);
+	if (!prop_opt)
+		return;
+	for (int i = 0; i < opt_count(o, prop_opt); i++) {
+		if (kafka_conf_set_kv(conf, opt_nth(o, prop_opt, i)) != 0)
+			exit(2);
+	}
+}
+
+rd_kafka_t *kafka_new(rd_kafka_type_t type, rd_kafka_conf_t *conf)
+{
+	char errstr[512];
+	rd_kafka_t *rk;
+
+	if (!debug_on)
+		rd_kafka_conf_set_log_cb(conf, log_cb);
+	rk = rd_kafka_new(type, conf, errstr, sizeof(errstr));
+	if (!rk) {
+		rd_kafka_conf_destroy(conf);
+		kafka_die("cannot create client: %s", errstr);
+	}
+	return rk;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int kafka_wait_broker(rd_kafka_t *rk)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+	const char *why;
+
+	for (int64_t left; (left = deadline - now_ms()) > 0;) {
+		const struct rd_kafka_metadata *md;
+
+		err = rd_kafka_metadata(rk, 0, NULL, &md, (int)(left < 500 ? left : 500));
+		if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+			rd_kafka_metadata_destroy(md);
+			return 0;
+		}
+		rd_kafka_poll(rk, 0); /* serves error_cb */
+	}
+	why = kafka_last_error();
+	fprintf(stderr, "%s: cannot reach a broker at %s within %d ms (%s)\n", opt_prog(),
+		bootstrap_servers[0] ? bootstrap_servers : "(no bootstrap.servers)", timeout_ms,
+		*why ? why : rd_kafka_err2str(err));
+	return -ETIMEDOUT;
+}
+
+rd_kafka_AdminOptions_t *kafka_admin_options(rd_kafka_t *rk, rd_kafka_admin_op_t api)
+{
+	rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, api);
+	char errstr[256];
+
+	rd_kafka_AdminOptions_set_request_timeout(ao, timeout_ms, errstr, sizeof(errstr));
+	if (api == RD_KAFKA_ADMIN_OP_CREATETOPICS || api == RD_KAFKA_ADMIN_OP_DELETETOPICS ||
+	    api == RD_KAFKA_ADMIN_OP_CREATEPARTITIONS)
+		rd_kafka_AdminOptions_set_operation_timeout(ao, timeout_ms, errstr, sizeof(errstr));
+	return ao;
+}
+
+rd_kafka_event_t *kafka_admin_wait(rd_kafka_queue_t *q)
+{
+	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 5000);
+
+	if (!ev)
+		kafka_die("timed out after %d ms waiting for the broker's answer", timeout_ms);
+	if (rd_kafka_event_error(ev)) {
+		rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
+		const char *s = rd_kafka_event_error_string(ev);
+
+		kafka_die("%s (%s)", s ? s : rd_kafka_err2str(err), kafka_err_name(err));
+	}
+	return ev;
+}
