@@ -112,8 +112,8 @@ static void resolve_target(const struct opts *o, struct target *t)
 	if (opt_has(o, "entity-default")) {
 		if (t->type != RD_KAFKA_RESOURCE_BROKER || name)
 			opt_usage_error(o, "--entity-default is only valid with --entity-type brokers and no --entity-name");
-		name = "";
-		t->dynamic_source = RD_KAFKA_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG;
+		config_fail("--entity-default is not supported: librdkafka 2.0.2 cannot address the "
+			    "cluster-wide default broker resource");
 	}
 	if (t->type == RD_KAFKA_RESOURCE_BROKER && name && *name) {
 		char *end;
@@ -184,7 +184,6 @@ static void describe(rd_kafka_t *rk, const struct opts *o, const struct target *
 	{
 		const struct rd_kafka_metadata *md;
 		rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, NULL, &md, kafka_timeout_ms());
-		struct target dt = *t;
 		char id[16];
 
 		if (err)
@@ -194,8 +193,9 @@ static void describe(rd_kafka_t *rk, const struct opts *o, const struct target *
 			describe_entity(rk, t, id, all);
 		}
 		rd_kafka_metadata_destroy(md);
-		dt.dynamic_source = RD_KAFKA_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG;
-		describe_entity(rk, &dt, "", all);
+		/* Kafka ends with "Default configs for brokers in the cluster";
+		 * librdkafka 2.0.2 cannot address the default (empty) broker
+		 * resource, so that section is left out. */
 	}
 }
 

@@ -33,6 +33,18 @@ const struct api_entry api_table[API_COUNT] = {
 	[API_AlterConfigs] = { h_alter_configs, 0, 1 },
 	[API_CreatePartitions] = { h_create_partitions, 0, 1 },
 	[API_IncrementalAlterConfigs] = { h_incremental_alter_configs, 0, 1 },
+	[API_InitProducerId] = { h_init_producer_id, 0, 4 },
+	[API_FindCoordinator] = { h_find_coordinator, 0, 4 },
+	[API_JoinGroup] = { h_join_group, 0, 9 },
+	[API_SyncGroup] = { h_sync_group, 0, 5 },
+	[API_Heartbeat] = { h_heartbeat, 0, 4 },
+	[API_LeaveGroup] = { h_leave_group, 0, 5 },
+	[API_OffsetCommit] = { h_offset_commit, 0, 8 },
+	[API_OffsetFetch] = { h_offset_fetch, 0, 8 },
+	[API_DescribeGroups] = { h_describe_groups, 0, 5 },
+	[API_ListGroups] = { h_list_groups, 0, 4 },
+	[API_DeleteGroups] = { h_delete_groups, 0, 2 },
+	[API_OffsetDelete] = { h_offset_delete, 0, 0 },
 };
 
 extern struct broker *api_broker; /* set by server.c */

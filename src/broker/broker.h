@@ -15,6 +15,7 @@
 struct registry;
 struct syncer;
 struct req;
+struct group_coord;
 
 struct broker {
 	struct broker_cfg cfg;
@@ -29,6 +30,7 @@ struct broker {
 	bool appended;         /* something was appended during this loop iteration */
 	struct req *fetch_waiters; /* parked long-poll fetches */
 	struct loop_timer housekeeping;
+	struct group_coord *groups; /* the group coordinator (h_group.c) */
 };
 
 /* Wakes parked fetches after appends; called at the end of each loop iteration. */

@@ -8,6 +8,13 @@
  * wrote, group-committed by the syncer thread; acks=1 is answered once
  * the data is in the page cache.  Setting either flush interval relaxes
  * acks=all to Kafka's own behaviour: page cache plus periodic flushes.
+ *
+ * Idempotence (docs/idempotence.md): a batch with a producer id is checked
+ * against the partition's producer state (log/pstate.h) before it is
+ * appended; a retried duplicate is answered with its original offsets
+ * (after the same fsync as any acks=all answer), never appended twice.
+ * Requests run one at a time on the event-loop thread, so the check and
+ * the append of one batch are never interleaved with another's.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -15,21 +22,15 @@
 
 #include "broker/broker.h"
 #include "broker/handlers.h"
+#include "broker/park.h"
 #include "broker/registry.h"
 #include "broker/syncer.h"
 #include "log/partition.h"
+#include "log/pstate.h"
 #include "proto/kerr.h"
 #include "proto/records.h"
 #include "util/clock.h"
 #include "util/log.h"
-
-/* Parked acks=all requests, in ticket order (tickets only grow). */
-static struct req *produce_parked_head, *produce_parked_tail;
-
-static bool produce_sync_on_ack(const struct broker_cfg *cfg)
-{
-	return cfg->log_flush_interval_messages == INT64_MAX && cfg->log_flush_interval_ms < 0;
-}
 
 static int16_t produce_kerr(int err)
 {
@@ -71,6 +72,76 @@ static struct topic *produce_topic(struct broker *b, struct kstr name, int16_t *
 	return t;
 }
 
+/* Rate-limited warning for producer-state rejections (client-triggered). */
+static void produce_idem_warn(struct req *rq, const struct topic *t, int32_t partition,
+			      const struct batch_hdr *h, const char *why)
+{
+	static int64_t last_ms;
+	int64_t now = clock_mono_ms();
+
+	if (now - last_ms < 1000)
+		return;
+	last_ms = now;
+	log_warn("%s: produce to '%s-%d' rejected: %s (producer id %lld epoch %d sequence %d)",
+		 conn_peer(rq->c), t->name, partition, why, (long long)h->producer_id,
+		 h->producer_epoch, h->base_sequence);
+}
+
+/*
+ * Checks the batch of an idempotent producer against the partition's
+ * producer state.  Returns true if the records may be appended (also for
+ * producerId -1: no checks, whatever the sequence says); false with out
+ * filled in: an error, or a duplicate's original offsets (*dup set).
+ */
+static bool produce_idem_check(struct req *rq, const struct topic *t, struct part *part,
+			       const struct ProduceRequestPartition *in,
+			       struct ProduceResponsePartition *out, bool *dup)
+{
+	struct pstate_batch orig;
+	struct batch_hdr h;
+	const char *why;
+
+	*dup = false;
+	if (records_batch_parse(in->Records.p, (size_t)in->Records.len, &h) || h.producer_id < 0)
+		return true;
+	if (h.size != in->Records.len || h.producer_epoch < 0 || h.base_sequence < 0) {
+		/* Kafka: one batch per partition from an idempotent producer */
+		out->ErrorCode = rq->hdr.api_version >= 8 ? KERR_INVALID_RECORD : KERR_CORRUPT_MESSAGE;
+		why = "an idempotent produce must hold exactly one batch with epoch and sequence >= 0";
+		goto out_reject;
+	}
+	switch (pstate_check(part_pstate(part), &h, &orig)) {
+	case PSTATE_APPEND:
+		return true;
+	case PSTATE_DUPLICATE:
+		*dup = true;
+		out->BaseOffset = orig.first_offset;
+		out->LogAppendTimeMs = t->cfg.message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME ? orig.max_ts : -1;
+		out->LogStartOffset = part_log_start_offset(part);
+		log_debug(LOGC_PROTO, "proto", "%s: '%s-%d': duplicate of offset %lld (producer id %lld sequence %d)",
+			  conn_peer(rq->c), t->name, in->Index, (long long)orig.first_offset,
+			  (long long)h.producer_id, h.base_sequence);
+		return false;
+	case PSTATE_OUT_OF_ORDER:
+		out->ErrorCode = KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+		why = "out of order sequence number";
+		break;
+	case PSTATE_STALE_EPOCH:
+		out->ErrorCode = KERR_INVALID_PRODUCER_EPOCH;
+		why = "producer epoch is older than the current one";
+		break;
+	case PSTATE_UNKNOWN_PRODUCER:
+	default:
+		out->ErrorCode = KERR_UNKNOWN_PRODUCER_ID;
+		why = "no state for this producer id and the sequence is not 0";
+		break;
+	}
+out_reject:
+	out->ErrorMessage = kstr_c(why);
+	produce_idem_warn(rq, t, in->Index, &h, why);
+	return false;
+}
+
 /* Appends one partition's records; returns the fsync ticket needed (0 = none). */
 static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 				  const struct ProduceRequestPartition *in, struct ProduceResponsePartition *out)
@@ -79,6 +150,7 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 	struct part *part = registry_part(t, in->Index);
 	struct part_append_info info;
 	int count = 0, err;
+	bool dup;
 
 	if (!part) {
 		out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -89,6 +161,9 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 		return 0;
 	}
 	err = records_validate(in->Records.p, (size_t)in->Records.len, t->cfg.max_message_bytes, &count);
+	if (!err && !produce_idem_check(rq, t, part, in, out, &dup))
+		/* a duplicate is acknowledged like its original: once durable */
+		return dup && acks == -1 && park_sync_on_ack(&b->cfg) ? syncer_want(b->syncer, part) : 0;
 	if (!err)
 		/* the records are a view into rq->frame, which this request owns */
 		err = part_append(part, (uint8_t *)in->Records.p, (size_t)in->Records.len, clock_wall_ms(), &info);
@@ -102,7 +177,7 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 	out->BaseOffset = info.base_offset;
 	out->LogAppendTimeMs = t->cfg.message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME ? info.log_append_time : -1;
 	out->LogStartOffset = info.log_start_offset;
-	if (acks == -1 && produce_sync_on_ack(&b->cfg))
+	if (acks == -1 && park_sync_on_ack(&b->cfg))
 		return syncer_want(b->syncer, part);
 	if (part_unflushed_messages(part) >= b->cfg.log_flush_interval_messages ||
 	    part_unflushed_messages(part) >= t->cfg.flush_messages)
@@ -137,6 +212,20 @@ static uint64_t produce_topic_data(struct req *rq, int16_t acks, const struct Pr
 	return ticket;
 }
 
+/* A failed fsync round: marks every successful partition as not durable. */
+static void produce_fail_sync(struct req *rq)
+{
+	struct ProduceResponse *resp = rq->out;
+
+	for (int32_t i = 0; i < resp->Responses.n; i++)
+		for (int32_t j = 0; j < resp->Responses.v[i].PartitionResponses.n; j++) {
+			struct ProduceResponsePartition *op = &resp->Responses.v[i].PartitionResponses.v[j];
+
+			if (op->ErrorCode == KERR_NONE)
+				op->ErrorCode = KERR_KAFKA_STORAGE_ERROR;
+		}
+}
+
 int h_produce(struct req *rq, const void *in, void *out)
 {
 	const struct ProduceRequest *preq = in;
@@ -169,55 +258,7 @@ int h_produce(struct req *rq, const void *in, void *out)
 	}
 	if (preq->Acks == 0)
 		return H_NOREPLY;
-	if (!ticket || syncer_done(rq->b->syncer) >= ticket)
-		return H_REPLY;
-	rq->park_ticket = ticket;
-	rq->park_next = NULL;
-	if (produce_parked_tail)
-		produce_parked_tail->park_next = rq;
-	else
-		produce_parked_head = rq;
-	produce_parked_tail = rq;
-	return H_PARKED;
-}
-
-/* Marks every successful partition of a parked response as not durable. */
-static void produce_fail_sync(struct ProduceResponse *resp)
-{
-	for (int32_t i = 0; i < resp->Responses.n; i++)
-		for (int32_t j = 0; j < resp->Responses.v[i].PartitionResponses.n; j++) {
-			struct ProduceResponsePartition *op = &resp->Responses.v[i].PartitionResponses.v[j];
-
-			if (op->ErrorCode == KERR_NONE)
-				op->ErrorCode = KERR_KAFKA_STORAGE_ERROR;
-		}
-}
-
-void produce_on_synced(struct broker *b)
-{
-	uint64_t done = syncer_done(b->syncer);
-
-	while (produce_parked_head && produce_parked_head->park_ticket <= done) {
-		struct req *rq = produce_parked_head;
-
-		produce_parked_head = rq->park_next;
-		if (!produce_parked_head)
-			produce_parked_tail = NULL;
-		if (syncer_failed(b->syncer, rq->park_ticket))
-			produce_fail_sync(rq->out);
-		req_reply(rq);
-	}
-}
-
-void produce_drop_parked(void)
-{
-	while (produce_parked_head) {
-		struct req *rq = produce_parked_head;
-
-		produce_parked_head = rq->park_next;
-		req_noreply(rq);
-	}
-	produce_parked_tail = NULL;
+	return park_until_synced(rq, ticket, produce_fail_sync);
 }
 
 void produce_flush_policy(struct broker *b, int64_t now_ms)

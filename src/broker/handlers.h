@@ -21,11 +21,30 @@ int h_delete_records(struct req *rq, const void *in, void *out);
 int h_describe_configs(struct req *rq, const void *in, void *out);
 int h_alter_configs(struct req *rq, const void *in, void *out);
 int h_incremental_alter_configs(struct req *rq, const void *in, void *out);
+int h_init_producer_id(struct req *rq, const void *in, void *out); /* h_idem.c */
+/* h_group.c: consumer groups and committed offsets */
+int h_find_coordinator(struct req *rq, const void *in, void *out);
+int h_join_group(struct req *rq, const void *in, void *out);
+int h_sync_group(struct req *rq, const void *in, void *out);
+int h_heartbeat(struct req *rq, const void *in, void *out);
+int h_leave_group(struct req *rq, const void *in, void *out);
+int h_offset_commit(struct req *rq, const void *in, void *out);
+int h_offset_fetch(struct req *rq, const void *in, void *out);
+int h_describe_groups(struct req *rq, const void *in, void *out);
+int h_list_groups(struct req *rq, const void *in, void *out);
+int h_delete_groups(struct req *rq, const void *in, void *out);
+int h_offset_delete(struct req *rq, const void *in, void *out);
+/* Starts the group coordinator (loads __consumer_offsets if it exists); 0 or -errno. */
+int groups_start(struct broker *b);
+/* Answers parked JoinGroup/SyncGroup requests and frees the coordinator. */
+void groups_stop(struct broker *b);
+/*
+ * Transactions hook (h_idem.c stub answering COORDINATOR_NOT_AVAILABLE):
+ * InitProducerId with a non-null, non-empty TransactionalId.
+ */
+int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
+			 struct InitProducerIdResponse *out);
 
-/* Completes parked acks=all produce requests whose fsync round is done. */
-void produce_on_synced(struct broker *b);
-/* Frees parked produce requests without replying (shutdown). */
-void produce_drop_parked(void);
 /* Re-evaluates parked long-poll fetches (after appends or timeouts). */
 void fetch_wake(struct broker *b);
 /* Requests time-based flushes (log.flush.interval.ms); called periodically. */

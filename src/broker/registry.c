@@ -436,6 +436,7 @@ static int registry_open_part(struct registry *reg, struct topic *t, int32_t p, 
 	if (!dir)
 		return -ENOMEM;
 	registry_part_cfg(&t->cfg, &pc);
+	pc.producer_id_expiration_ms = reg->cfg->producer_id_expiration_ms;
 	err = part_open(dir, &pc, recovery_point, 0, &t->parts[p]);
 	if (!err && read_partition_metadata(dir, &(struct kuuid){ { 0 } }) < 0)
 		err = write_partition_metadata(dir, &t->id);
@@ -578,8 +579,8 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 	unlink(marker); /* from now on a crash must be recovered from */
 	for (int i = 0; i < reg->ntopics; i++)
 		nparts += reg->topics[i]->nparts;
-	log_info("loaded %d topics with %d partitions from '%s' (%s)", reg->ntopics, nparts, reg->dir,
-		 clean ? "clean shutdown, no recovery needed" : "recovered after an unclean shutdown");
+	log_info("loaded %d topics with %d partitions from '%s'%s", reg->ntopics, nparts, reg->dir,
+		 !nparts ? "" : clean ? " (clean shutdown, no recovery needed)" : " (recovered after an unclean shutdown)");
 	*out = reg;
 	return 0;
 }
@@ -689,6 +690,7 @@ int registry_save_cfg(struct registry *reg, struct topic *t)
 	if (!err)
 		err = topic_cfg_save(&t->cfg, path);
 	registry_part_cfg(&t->cfg, &pc);
+	pc.producer_id_expiration_ms = reg->cfg->producer_id_expiration_ms;
 	for (int32_t p = 0; p < t->nparts; p++)
 		if (t->parts[p])
 			part_set_cfg(t->parts[p], &pc);

@@ -23,6 +23,7 @@
 
 #include "broker/api.h"
 #include "broker/handlers.h"
+#include "broker/park.h"
 #include "broker/registry.h"
 #include "broker/syncer.h"
 #include "util/clock.h"
@@ -186,9 +187,11 @@ static int server_signals(struct broker *b)
 static void server_housekeeping(struct loop_timer *t)
 {
 	struct broker *b = (struct broker *)((char *)t - offsetof(struct broker, housekeeping));
-	static int64_t last_retain, last_ckpt;
+	static int64_t last_retain = -1, last_ckpt;
 	int64_t now = clock_mono_ms();
 
+	if (last_retain < 0)
+		last_retain = now; /* like Kafka, the first retention pass waits one interval */
 	if (now - last_retain >= b->cfg.log_retention_check_interval_ms) {
 		registry_retain(b->reg, clock_wall_ms());
 		last_retain = now;
@@ -203,7 +206,7 @@ static void server_housekeeping(struct loop_timer *t)
 
 static void server_on_wake(void *arg)
 {
-	produce_on_synced(arg);
+	park_on_synced(arg); /* acks=all produce, OffsetCommit */
 }
 
 void broker_after_events(void *arg)
@@ -233,6 +236,8 @@ int server_start(struct broker *b)
 	snprintf(b->cluster_id, sizeof(b->cluster_id), "%s", registry_cluster_id(b->reg));
 	err = syncer_start(b->loop, &b->syncer);
 	if (!err)
+		err = groups_start(b); /* h_group.c: loads __consumer_offsets */
+	if (!err)
 		err = server_listen(b);
 	if (err)
 		return err;
@@ -256,7 +261,8 @@ void server_stop(struct broker *b)
 	conn_close_all();
 	fetch_wake(b);          /* parked fetches see their connection closed */
 	syncer_stop(b->syncer); /* syncs what is still dirty */
-	produce_drop_parked();  /* their connections are gone */
+	park_drop();            /* their connections are gone */
+	groups_stop(b);         /* answers parked JoinGroup/SyncGroup */
 	conn_reap();
 	registry_close(b->reg);
 	close(server_signal_io.fd);

@@ -290,9 +290,9 @@ static void group_set_protocols(struct group_member *m, const struct group_proto
 static void group_set_assignment(struct group_member *m, const void *p, int32_t len)
 {
 	free(m->assignment);
-	m->assignment_len = len > 0 ? len : 0;
+	m->assignment_len = p && len > 0 ? len : 0;
 	m->assignment = group_xcalloc((size_t)m->assignment_len, 1);
-	if (m->assignment_len)
+	if (p && m->assignment_len)
 		memcpy(m->assignment, p, (size_t)m->assignment_len);
 }
 
@@ -790,12 +790,12 @@ static void group_join_known(struct group *grp, const struct group_join_args *a,
 		group_join_error(grp->gc, waiter, KERR_FENCED_INSTANCE_ID, a->member_id);
 		return;
 	}
-	if (!m || grp->state == GROUP_EMPTY || grp->state == GROUP_DEAD) {
-		group_join_error(grp->gc, waiter, KERR_UNKNOWN_MEMBER_ID, a->member_id);
+	if (m && m->pending) {
+		group_add_and_rebalance(grp, m, a, waiter);
 		return;
 	}
-	if (m->pending) {
-		group_add_and_rebalance(grp, m, a, waiter);
+	if (!m || grp->state == GROUP_EMPTY || grp->state == GROUP_DEAD) {
+		group_join_error(grp->gc, waiter, KERR_UNKNOWN_MEMBER_ID, a->member_id);
 		return;
 	}
 	group_touch(m);
@@ -976,4 +976,438 @@ static void group_on_session_timer(struct loop_timer *t)
 		return;
 	}
 	group_remove_member(m->grp, m, "expired (session timeout)");
+}
+
+/* ---- offsets ---- */
+
+int16_t group_commit_check(struct group_coord *gc, struct kstr group_id, struct kstr member_id,
+			   struct kstr group_instance_id, int32_t generation, struct group **out)
+{
+	struct group *grp = group_find(gc, group_id);
+	struct group_member *m;
+
+	if (!group_id.p)
+		return KERR_INVALID_GROUP_ID;
+	if (!grp) {
+		if (generation >= 0)
+			return KERR_ILLEGAL_GENERATION;
+		grp = group_create(gc, group_id); /* a simple (assign()) consumer's offsets */
+	}
+	if (grp->state == GROUP_DEAD)
+		return KERR_COORDINATOR_NOT_AVAILABLE;
+	if (group_instance_id.p && group_fenced(grp, member_id, group_instance_id))
+		return KERR_FENCED_INSTANCE_ID;
+	if (generation < 0 && grp->state == GROUP_EMPTY) {
+		*out = grp;
+		return KERR_NONE;
+	}
+	if (grp->state == GROUP_COMPLETING_REBALANCE)
+		return KERR_REBALANCE_IN_PROGRESS;
+	m = group_member_find(grp, member_id);
+	if (!m || m->pending)
+		return KERR_UNKNOWN_MEMBER_ID;
+	if (generation != grp->generation)
+		return KERR_ILLEGAL_GENERATION;
+	group_touch(m);
+	*out = grp;
+	return KERR_NONE;
+}
+
+int group_commit(struct group_coord *gc, struct group *grp, const struct group_offset *offs, int n,
+		 struct part **part_out)
+{
+	int err = group_store_write(gc->store, kstr_c(grp->name), offs, n, false, NULL, false, clock_wall_ms(),
+				    part_out);
+
+	for (int i = 0; !err && i < n; i++)
+		err = group_store_offset_set(&grp->offsets, &offs[i]);
+	return err;
+}
+
+int group_txn_stage(struct group_coord *gc, struct group *grp, int64_t producer_id,
+		    const struct group_offset *offs, int n)
+{
+	int err = 0;
+
+	(void)gc; /* persisting staged offsets (transactional batches) is the txn coordinator's part */
+	for (int i = 0; !err && i < n; i++)
+		err = group_store_offset_stage(&grp->offsets, producer_id, &offs[i]);
+	return err;
+}
+
+void group_txn_complete(struct group_coord *gc, int64_t producer_id, bool commit)
+{
+	for (size_t b = 0; b < gc->nbuckets; b++)
+		for (struct group *grp = gc->buckets[b]; grp; grp = grp->hnext)
+			group_store_offset_complete(&grp->offsets, producer_id, commit);
+}
+
+/* Removes grp from the table and frees it (it must have no members). */
+static void group_kill(struct group *grp)
+{
+	struct group_coord *gc = grp->gc;
+	struct group **pp = &gc->buckets[group_hash(kstr_c(grp->name), gc->nbuckets)];
+
+	assert(grp->nmembers == 0);
+	while (grp->members)
+		group_member_free(grp, grp->members);
+	group_set_state(grp, GROUP_DEAD);
+	while (*pp != grp)
+		pp = &(*pp)->hnext;
+	*pp = grp->hnext;
+	gc->ngroups--;
+	loop_timer_cancel(gc->loop, &grp->join_timer);
+	group_store_offsets_release(&grp->offsets);
+	free(grp->protocol_type);
+	free(grp->protocol_name);
+	free(grp->leader);
+	free(grp->name);
+	free(grp);
+}
+
+int16_t group_delete(struct group_coord *gc, struct kstr group_id, struct part **part_out)
+{
+	struct group *grp = group_find(gc, group_id);
+	int err;
+
+	if (!grp || grp->state == GROUP_DEAD)
+		return KERR_GROUP_ID_NOT_FOUND;
+	if (grp->state != GROUP_EMPTY || grp->nmembers > 0)
+		return KERR_NON_EMPTY_GROUP;
+	err = group_store_write(gc->store, group_id, grp->offsets.v, grp->offsets.n, true, NULL, true,
+				clock_wall_ms(), part_out);
+	if (err) {
+		log_error("group '%s': cannot write tombstones: %s", grp->name, strerror(-err));
+		return KERR_COORDINATOR_NOT_AVAILABLE;
+	}
+	log_info("group '%s' deleted", grp->name);
+	group_kill(grp);
+	return KERR_NONE;
+}
+
+int16_t group_offset_delete_check(const struct group *grp)
+{
+	if (!grp || grp->state == GROUP_DEAD)
+		return KERR_GROUP_ID_NOT_FOUND;
+	if (grp->state != GROUP_EMPTY && (!grp->protocol_type || strcmp(grp->protocol_type, "consumer")))
+		return KERR_NON_EMPTY_GROUP;
+	return KERR_NONE;
+}
+
+/* Does a consumer-protocol subscription (version, topics[] ...) name topic? */
+static bool group_subscription_has(const uint8_t *p, int32_t len, struct kstr topic)
+{
+	struct rd r;
+	int32_t n;
+
+	rd_init(&r, p, len > 0 ? (size_t)len : 0);
+	rd_i16(&r);
+	n = rd_count(&r, rd_i32(&r), 2, false);
+	for (int32_t i = 0; i < n && !r.err; i++) {
+		int16_t l = rd_i16(&r);
+		struct bytes b;
+
+		if (l >= 0 && rd_view(&r, (size_t)l, &b) && l == topic.len && !memcmp(b.p, topic.p, (size_t)l))
+			return true;
+	}
+	return false;
+}
+
+bool group_subscribed(const struct group *grp, struct kstr topic)
+{
+	if (grp->state == GROUP_EMPTY || !grp->protocol_type || strcmp(grp->protocol_type, "consumer"))
+		return false;
+	for (const struct group_member *m = grp->members; m; m = m->next) {
+		const struct group_protocol *p = group_member_protocol(m, grp->protocol_name);
+
+		if (!m->pending && (p ? group_subscription_has(p->metadata, p->len, topic)
+				      : m->nprotocols && group_subscription_has(m->protocols[0].metadata,
+										m->protocols[0].len, topic)))
+			return true;
+	}
+	return false;
+}
+
+int group_offset_delete(struct group_coord *gc, struct group *grp, const struct group_offset *offs, int n,
+			struct part **part_out)
+{
+	int err = n ? group_store_write(gc->store, kstr_c(grp->name), offs, n, true, NULL, false, clock_wall_ms(),
+					part_out) : 0;
+
+	for (int i = 0; !err && i < n; i++)
+		group_store_offset_delete(&grp->offsets, kstr_c(offs[i].topic), offs[i].partition);
+	return err;
+}
+
+/* Expires the offsets of one empty group; kills it when nothing is left. */
+static void group_expire_one(struct group *grp, int64_t now)
+{
+	struct group_coord *gc = grp->gc;
+	struct group_offset *dead = group_xcalloc((size_t)grp->offsets.n, sizeof(*dead));
+	struct part *part;
+	int n = 0;
+
+	for (int i = 0; i < grp->offsets.n; i++) {
+		const struct group_offset *o = &grp->offsets.v[i];
+		int64_t base = grp->protocol_type && grp->state_ts_ms >= 0 ? grp->state_ts_ms : o->commit_ts_ms;
+
+		if (base + gc->cfg.offsets_retention_ms <= now)
+			dead[n++] = *o;
+	}
+	if (n && group_store_write(gc->store, kstr_c(grp->name), dead, n, true, NULL, n == grp->offsets.n, now,
+				   &part) == 0) {
+		log_info("group '%s': %d committed offsets expired", grp->name, n);
+		for (int i = n - 1; i >= 0; i--)
+			group_store_offset_delete(&grp->offsets, kstr_c(dead[i].topic), dead[i].partition);
+	}
+	free(dead);
+	if (grp->offsets.n > 0 || grp->offsets.pending || grp->members)
+		return;
+	if (n == 0 && grp->generation > 0 &&
+	    group_store_write(gc->store, kstr_c(grp->name), NULL, 0, false, NULL, true, now, &part) < 0)
+		return;
+	group_kill(grp);
+}
+
+void group_coord_expire(struct group_coord *gc, int64_t now_wall_ms)
+{
+	for (size_t b = 0; b < gc->nbuckets; b++) {
+		struct group *grp = gc->buckets[b], *next;
+
+		for (; grp; grp = next) {
+			next = grp->hnext;
+			if (grp->state == GROUP_EMPTY && grp->nmembers == 0)
+				group_expire_one(grp, now_wall_ms);
+		}
+	}
+}
+
+/* ---- loading from __consumer_offsets ---- */
+
+static void group_on_offset(void *arg, struct kstr group, struct kstr topic, int32_t partition,
+			    const struct group_offset *o, int64_t producer_id)
+{
+	struct group_coord *gc = arg;
+	struct group *grp = group_find(gc, group);
+
+	if (!grp && !o)
+		return;
+	if (!grp)
+		grp = group_create(gc, group);
+	if (producer_id >= 0 && o)
+		group_store_offset_stage(&grp->offsets, producer_id, o);
+	else if (o)
+		group_store_offset_set(&grp->offsets, o);
+	else
+		group_store_offset_delete(&grp->offsets, topic, partition);
+}
+
+/* Drops every member and the protocol of a loaded group (before replacing them). */
+static void group_reset(struct group *grp)
+{
+	while (grp->members)
+		group_member_free(grp, grp->members);
+	free(grp->protocol_type); grp->protocol_type = NULL;
+	free(grp->protocol_name); grp->protocol_name = NULL;
+	free(grp->leader); grp->leader = NULL;
+	grp->state = GROUP_EMPTY;
+}
+
+static void group_load_member(struct group *grp, const struct group_store_member *s)
+{
+	struct group_protocol_arg proto = { group_kstr(grp->protocol_name), s->subscription };
+	struct group_join_args a = {
+		.group_instance_id = s->group_instance_id, .client_id = s->client_id, .client_host = s->client_host,
+		.session_timeout_ms = s->session_timeout_ms, .rebalance_timeout_ms = s->rebalance_timeout_ms,
+		.protocols = &proto, .nprotocols = grp->protocol_name ? 1 : 0,
+	};
+	struct group_member *m = group_member_add(grp, group_kstrdup(s->member_id), &a);
+
+	if (m->rebalance_timeout_ms < 0)
+		m->rebalance_timeout_ms = m->session_timeout_ms;
+	group_set_assignment(m, s->assignment.p, s->assignment.len);
+	grp->nmembers++;
+	group_touch(m);
+}
+
+static void group_on_meta(void *arg, struct kstr group, const struct group_store_meta *meta)
+{
+	struct group_coord *gc = arg;
+	struct group *grp = group_find(gc, group);
+
+	if (!grp && !meta)
+		return;
+	if (!grp)
+		grp = group_create(gc, group);
+	group_reset(grp);
+	if (!meta) {
+		grp->generation = 0;
+		if (grp->offsets.n == 0 && !grp->offsets.pending)
+			group_kill(grp);
+		return;
+	}
+	grp->generation = meta->generation;
+	grp->protocol_type = meta->protocol_type.len > 0 ? group_kstrdup(meta->protocol_type) : NULL;
+	grp->protocol_name = group_kstrdup(meta->protocol_name);
+	grp->leader = group_kstrdup(meta->leader);
+	grp->state_ts_ms = meta->state_ts_ms;
+	for (int32_t i = 0; i < meta->nmembers; i++)
+		group_load_member(grp, &meta->members[i]);
+	/* a group read back starts where it was, without a transition (see the header) */
+	grp->state = grp->nmembers ? GROUP_STABLE : GROUP_EMPTY;
+}
+
+static void group_on_marker(void *arg, int64_t producer_id, bool commit)
+{
+	group_txn_complete(arg, producer_id, commit);
+}
+
+/* ---- the coordinator ---- */
+
+static void group_on_expiry_timer(struct loop_timer *t)
+{
+	struct group_coord *gc = (struct group_coord *)((char *)t - offsetof(struct group_coord, expiry));
+
+	group_coord_expire(gc, clock_wall_ms());
+	loop_timer_set(gc->loop, t, group_now() + gc->cfg.retention_check_interval_ms);
+}
+
+int group_coord_new(struct loop *loop, const struct group_coord_cfg *cfg, const struct group_coord_ops *ops,
+		    struct group_coord **out)
+{
+	struct group_coord *gc = calloc(1, sizeof(*gc));
+	int err = -ENOMEM;
+
+	if (!gc)
+		return -ENOMEM;
+	gc->loop = loop;
+	gc->cfg = *cfg;
+	gc->ops = *ops;
+	gc->nbuckets = 64;
+	gc->buckets = calloc(gc->nbuckets, sizeof(*gc->buckets));
+	if (gc->buckets)
+		err = group_store_new(&gc->store);
+	if (err) {
+		free(gc->buckets);
+		free(gc);
+		return err;
+	}
+	loop_timer_init(&gc->expiry, group_on_expiry_timer);
+	*out = gc;
+	return 0;
+}
+
+int group_coord_attach(struct group_coord *gc, struct part **parts, int32_t nparts)
+{
+	static const struct group_store_loader loader = { group_on_offset, group_on_meta, group_on_marker };
+	int64_t t0 = group_now();
+	int err;
+
+	group_store_attach(gc->store, parts, nparts);
+	err = group_store_load(gc->store, &loader, gc);
+	if (err)
+		return err;
+	log_info("group coordinator: loaded %zu groups from %d partitions of __consumer_offsets in %lld ms",
+		 gc->ngroups, nparts, (long long)(group_now() - t0));
+	loop_timer_set(gc->loop, &gc->expiry, group_now() + gc->cfg.retention_check_interval_ms);
+	return 0;
+}
+
+bool group_coord_attached(const struct group_coord *gc)
+{
+	return group_store_attached(gc->store);
+}
+
+void group_coord_free(struct group_coord *gc)
+{
+	if (!gc)
+		return;
+	for (size_t b = 0; b < gc->nbuckets; b++)
+		while (gc->buckets[b]) {
+			struct group *grp = gc->buckets[b];
+
+			for (struct group_member *m = grp->members; m; m = m->next)
+				group_member_release(m, KERR_NOT_COORDINATOR);
+			group_reset(grp);
+			grp->nmembers = 0;
+			group_kill(grp);
+		}
+	loop_timer_cancel(gc->loop, &gc->expiry);
+	group_store_free(gc->store);
+	free(gc->list);
+	free(gc->buckets);
+	free(gc);
+}
+
+/* ---- read access ---- */
+
+const struct group_offsets *group_offsets(const struct group *grp)
+{
+	return &grp->offsets;
+}
+
+enum group_state group_state(const struct group *grp)
+{
+	return grp->state;
+}
+
+const char *group_name(const struct group *grp)
+{
+	return grp->name;
+}
+
+const char *group_protocol_type(const struct group *grp)
+{
+	return grp->protocol_type;
+}
+
+const char *group_protocol_name(const struct group *grp)
+{
+	return grp->protocol_name;
+}
+
+int32_t group_generation(const struct group *grp)
+{
+	return grp->generation;
+}
+
+int32_t group_member_count(const struct group *grp)
+{
+	return grp->nmembers;
+}
+
+void group_members(const struct group *grp, struct group_member_info *out)
+{
+	int32_t n = 0;
+
+	for (const struct group_member *m = grp->members; m; m = m->next)
+		if (!m->pending)
+			group_fill_info(m, &out[n++], grp->state == GROUP_STABLE);
+}
+
+struct group **group_coord_groups(struct group_coord *gc, int *n)
+{
+	free(gc->list);
+	gc->list = group_xcalloc(gc->ngroups, sizeof(*gc->list));
+	*n = 0;
+	for (size_t b = 0; b < gc->nbuckets; b++)
+		for (struct group *grp = gc->buckets[b]; grp; grp = grp->hnext)
+			gc->list[(*n)++] = grp;
+	return gc->list;
+}
+
+/* ---- transactions (coord/txn.c): TxnOffsetCommit persistence ---- */
+
+int group_txn_commit(struct group_coord *gc, struct group *grp, int64_t producer_id, int16_t producer_epoch,
+		     const struct group_offset *offs, int n, struct part **part_out)
+{
+	int err = group_store_write_txn(gc->store, kstr_c(grp->name), offs, n, producer_id, producer_epoch,
+					clock_wall_ms(), part_out);
+
+	return err ? err : group_txn_stage(gc, grp, producer_id, offs, n);
+}
+
+struct part *group_coord_partition(struct group_coord *gc, struct kstr group_id)
+{
+	return group_store_part(gc->store, group_id);
 }

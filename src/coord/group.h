@@ -165,6 +165,15 @@ int group_offset_delete(struct group_coord *gc, struct group *grp, const struct 
 int group_txn_stage(struct group_coord *gc, struct group *grp, int64_t producer_id,
 		    const struct group_offset *offs, int n);
 void group_txn_complete(struct group_coord *gc, int64_t producer_id, bool commit);
+/*
+ * Transactions: TxnOffsetCommit persists offs as a transactional batch of
+ * producer_id/producer_epoch (group_store_write_txn) and stages them.  OUT
+ * *part_out: the partition written.  0 or -errno.
+ */
+int group_txn_commit(struct group_coord *gc, struct group *grp, int64_t producer_id, int16_t producer_epoch,
+		     const struct group_offset *offs, int n, struct part **part_out);
+/* The __consumer_offsets partition of group_id (attached coordinators only): where markers go. */
+struct part *group_coord_partition(struct group_coord *gc, struct kstr group_id);
 
 /* Expires the offsets of groups empty for longer than offsets.retention.minutes (also a timer). */
 void group_coord_expire(struct group_coord *gc, int64_t now_wall_ms);

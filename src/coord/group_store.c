@@ -345,6 +345,46 @@ int group_store_write(struct group_store *gs, struct kstr group, const struct gr
 	return err;
 }
 
+/* ---- transactions (TxnOffsetCommit; coord/txn.c writes the markers) ---- */
+
+int group_store_write_txn(struct group_store *gs, struct kstr group, const struct group_offset *offs, int n,
+			  int64_t producer_id, int16_t producer_epoch, int64_t now_ms, struct part **part_out)
+{
+	struct group_store_span *sp = calloc((size_t)(n > 0 ? n : 1), sizeof(*sp));
+	struct rec_kv *kv = calloc((size_t)(n > 0 ? n : 1), sizeof(*kv));
+	struct part *part = gs->parts[group_store_partition_of(gs, group)];
+	struct part_append_info info;
+	struct wr scratch, batch;
+	int err;
+
+	wr_init(&scratch);
+	wr_init(&batch);
+	err = !sp || !kv ? -ENOMEM : n <= 0 ? -EINVAL : 0;
+	for (int i = 0; !err && i < n; i++)
+		group_store_offset_kv(&scratch, group, &offs[i], false, &sp[i]);
+	if (!err && scratch.err)
+		err = scratch.err;
+	for (int i = 0; !err && i < n; i++)
+		kv[i] = (struct rec_kv){ scratch.buf + sp[i].key_at, (int32_t)sp[i].key_len,
+					 scratch.buf + sp[i].value_at, sp[i].value_len };
+	if (!err)
+		err = records_build_txn(&batch, now_ms, producer_id, producer_epoch, kv, n);
+	if (!err)
+		err = batch.err ? batch.err : part_append(part, batch.buf, batch.len, now_ms, &info);
+	if (!err)
+		*part_out = part;
+	wr_release(&scratch);
+	wr_release(&batch);
+	free(kv);
+	free(sp);
+	return err;
+}
+
+struct part *group_store_part(const struct group_store *gs, struct kstr group)
+{
+	return gs->parts[group_store_partition_of(gs, group)];
+}
+
 /* ---- decoding and loading ---- */
 
 static struct kstr group_store_rd_str(struct rd *r)

@@ -152,4 +152,14 @@ int group_store_write(struct group_store *gs, struct kstr group, const struct gr
 		      bool tombstone, const struct group_store_meta *meta, bool meta_tombstone,
 		      int64_t now_ms, struct part **part_out);
 
+/*
+ * Transactions (TxnOffsetCommit): appends offs as one transactional batch of
+ * producer_id/producer_epoch to group's partition; coord/txn.c later appends
+ * the COMMIT/ABORT marker there.  OUT *part_out.  0, -EINVAL (n < 1) or -errno.
+ */
+int group_store_write_txn(struct group_store *gs, struct kstr group, const struct group_offset *offs, int n,
+			  int64_t producer_id, int16_t producer_epoch, int64_t now_ms, struct part **part_out);
+/* The __consumer_offsets partition of group (attached stores only). */
+struct part *group_store_part(const struct group_store *gs, struct kstr group);
+
 #endif

@@ -16,6 +16,7 @@
 #include "log/partition.h"
 #include "log/pstate.h"
 #include "log/segment.h"
+#include "log/txnidx.h"
 
 #define LOG_START_FILE "log-start-offset"
 #define PART_SCRATCH_BYTES (64 * 1024) /* window for batch-header scans */
@@ -36,6 +37,7 @@ struct part {
 	int32_t leader_epoch;       /* stamped into appended batches */
 	struct epochs epochs;
 	struct pstate pstate;       /* producer state (pstate.h) */
+	struct txnidx txnidx;       /* aborted transactions (txnidx.h, transactions) */
 	uint8_t *scratch;           /* PART_SCRATCH_BYTES, event-loop thread only */
 	int64_t time_pos;           /* file position of the batch part_time_in_seg() found */
 };

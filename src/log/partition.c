@@ -11,6 +11,7 @@
  */
 #include "log/partition.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -311,7 +312,7 @@ static int part_load_pstate(struct part *part)
 		return rc;
 	pstate_expire(ps, clock_wall_ms(), part->cfg.producer_id_expiration_ms);
 	pstate_truncate_head(ps, part->log_start_offset);
-	if (batches || snap >= 0)
+	if (batches || ps->count)
 		log_info("log: '%s': producer state of %u producer(s) from %s%" PRId64 " and %" PRId64
 			 " batch(es) up to %" PRId64,
 			 part->dir, ps->count, snap >= 0 ? "the snapshot at " : "the log from ",
@@ -355,6 +356,7 @@ static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
 	}
 	pthread_mutex_init(&part->mu, NULL);
 	pstate_init(&part->pstate);
+	txnidx_init(&part->txnidx);
 	part_set_cfg(part, cfg);
 	return part;
 }
@@ -366,6 +368,7 @@ static void part_free(struct part *part)
 	free(part->segs);
 	epochs_release(&part->epochs);
 	pstate_release(&part->pstate);
+	txnidx_release(&part->txnidx);
 	if (part->dir_fd >= 0)
 		close(part->dir_fd);
 	pthread_mutex_destroy(&part->mu);
@@ -405,6 +408,8 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 	rc = part_init_epochs(part, leader_epoch);
 	if (!rc)
 		rc = part_load_pstate(part);
+	if (!rc) /* transactions: aborted-txn index, rebuilt unless closed cleanly */
+		rc = txnidx_load(part, recovery_point >= part->leo);
 	if (rc)
 		goto out_free;
 	*out = part;
@@ -458,6 +463,7 @@ struct append_plan {
 	int64_t span;     /* offsets taken: sum of lastOffsetDelta + 1 */
 	int64_t records;
 	uint32_t producers; /* batches with a producer id (an upper bound of new producers) */
+	int64_t max_ts;   /* largest batch maxTimestamp, -1 if none */
 };
 
 static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan)
@@ -466,6 +472,7 @@ static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan
 
 	plan->span = plan->records = 0;
 	plan->producers = 0;
+	plan->max_ts = -1;
 	if (len == 0 || len > INT32_MAX)
 		return len ? -EMSGSIZE : -EBADMSG;
 	while (off < len) {
@@ -476,6 +483,8 @@ static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan
 		plan->span += (int64_t)h.last_offset_delta + 1;
 		plan->records += h.record_count;
 		plan->producers += h.producer_id >= 0;
+		if (h.max_timestamp > plan->max_ts)
+			plan->max_ts = h.max_timestamp;
 		off += (size_t)h.size;
 	}
 	return 0;
@@ -505,7 +514,12 @@ static int part_roll(struct part *part)
 	return 0;
 }
 
-static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t now_ms)
+/*
+ * segment.ms as Kafka measures it: from the segment's first batch timestamp
+ * to the incoming batch's, so old producer timestamps do not roll every
+ * append; wall time only when the batches carry no timestamp.
+ */
+static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t max_ts, int64_t now_ms)
 {
 	const struct seg *seg = part_active(part);
 	const struct part_cfg *cfg = &part->cfg;
@@ -516,7 +530,7 @@ static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t 
 	if (seg->size == 0)
 		return 0;
 	roll = seg->size + (int64_t)len > cfg->segment_bytes ||
-	       (seg->roll_ts >= 0 && now_ms - seg->roll_ts > cfg->segment_ms) ||
+	       (seg->roll_ts >= 0 && (max_ts >= 0 ? max_ts : now_ms) - seg->roll_ts > cfg->segment_ms) ||
 	       offidx_full(&seg->oi) || timeidx_full(&seg->ti) ||
 	       part->leo + span - 1 - seg->base_offset > INT32_MAX;
 	return roll ? part_roll(part) : 0;
@@ -551,9 +565,13 @@ static void part_apply_pstate(struct part *part, const uint8_t *blob, size_t len
 		struct batch_hdr h;
 		int rc = records_batch_parse(blob + off, len - off, &h);
 
-		assert(rc == 0);
-		rc = pstate_apply(&part->pstate, &h);
-		assert(rc == 0);
+		if (!rc)
+			txnidx_on_batch(part, blob + off, &h); /* transactions: ABORT markers */
+		if (!rc)
+			rc = pstate_apply(&part->pstate, &h);
+		assert(rc == 0); /* parsed by append_plan, room reserved */
+		if (rc)
+			break;
 		off += (size_t)h.size;
 	}
 }
@@ -569,7 +587,7 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms,
 	if (!rc)
 		rc = pstate_reserve(&part->pstate, plan.producers);
 	if (!rc)
-		rc = part_maybe_roll(part, len, plan.span, now_ms);
+		rc = part_maybe_roll(part, len, plan.span, plan.max_ts, now_ms);
 	if (rc)
 		return rc;
 	part_stamp(part, blob, len, now_ms);
@@ -626,12 +644,39 @@ static int part_find(struct part *part, int i, int64_t offset, struct seg_iter *
 	return 0;
 }
 
+/*
+ * File position where offset max_offset starts in seg (a batch boundary:
+ * HW or LSO; a batch holding it is excluded), or the segment's end when
+ * max_offset lies beyond it.
+ */
+static int part_end_pos(struct part *part, struct seg *seg, int64_t max_offset, int64_t *end)
+{
+	struct seg_iter it;
+	struct batch_hdr h;
+	int rc;
+
+	*end = seg->size;
+	if (max_offset >= seg->next_offset)
+		return 0;
+	rc = seg_find(seg, max_offset, &it, &h, part->scratch, PART_SCRATCH_BYTES);
+	if (rc == 1)
+		*end = it.pos; /* the batch holding max_offset is not served */
+	return rc < 0 ? rc : 0;
+}
+
+/*
+ * Like Kafka, the slice is cut by bytes, not walked batch by batch: only
+ * the batch holding offset and the one at max_offset are looked at, so
+ * serving a fetch reads no record data into user space.  The slice may end
+ * inside a batch (clients drop a partial trailing batch), but always holds
+ * the first whole batch when min_one is set (KIP-74).
+ */
 int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max_bytes,
 	      bool min_one, struct fslice *out)
 {
 	struct seg_iter it;
 	struct batch_hdr h;
-	int64_t start, len;
+	int64_t end, len;
 	int rc;
 
 	out->ref = NULL;
@@ -643,18 +688,17 @@ int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max
 	rc = part_find(part, part_seg_for(part, offset), offset, &it, &h);
 	if (rc <= 0 || records_last_offset(&h) >= max_offset)
 		return rc;
-	start = it.pos;
-	len = h.size;
-	if (h.size > max_bytes && !min_one)
-		return 0;
-	seg_iter_skip(&it, &h);
-	while (len < max_bytes && seg_iter_next(&it, &h) == 1 &&
-	       records_last_offset(&h) < max_offset && len + h.size <= max_bytes) {
-		len += h.size;
-		seg_iter_skip(&it, &h);
+	rc = part_end_pos(part, it.seg, max_offset, &end);
+	if (rc < 0)
+		return rc;
+	len = end - it.pos < max_bytes ? end - it.pos : max_bytes;
+	if (len < h.size) {
+		if (!min_one)
+			return 0;
+		len = h.size;
 	}
 	out->ref = fdref_get(it.seg->log);
-	out->pos = start;
+	out->pos = it.pos;
 	out->len = len;
 	return 0;
 }

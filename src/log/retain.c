@@ -26,6 +26,8 @@ void part_advance_log_start(struct part *part, int64_t offset)
 	if (offset <= part->log_start_offset)
 		return;
 	part->log_start_offset = offset;
+	pstate_truncate_head(&part->pstate, offset);
+	pstate_snapshot_delete_below(&part->pstate, part->dir_fd, part->dir, offset);
 	if (epochs_truncate_start(&part->epochs, offset)) {
 		int rc = epochs_write(&part->epochs, part->dir_fd, part->dir);
 
@@ -53,6 +55,8 @@ void part_drop_head(struct part *part, int n)
 	}
 	if (n > 0)
 		part_advance_log_start(part, part->segs[0]->base_offset);
+	if (n > 0) /* transactions: drop index entries and files of deleted segments */
+		txnidx_truncate_head(part);
 }
 
 /* The time retention.ms counts from: max batch timestamp, else file mtime. */
@@ -94,6 +98,7 @@ int part_retain(struct part *part, int64_t now_ms)
 	int n = retain_count(part, now_ms);
 
 	part_drop_head(part, n);
+	pstate_expire(&part->pstate, now_ms, part->cfg.producer_id_expiration_ms);
 	return n;
 }
 

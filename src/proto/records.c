@@ -236,6 +236,17 @@ int records_build(struct wr *w, int64_t base_offset, int64_t ts_ms, const struct
 	return batch_write(w, &s, recs, n);
 }
 
+/* Transactions: a transactional data batch (TxnOffsetCommit in __consumer_offsets). */
+int records_build_txn(struct wr *w, int64_t ts_ms, int64_t producer_id, int16_t producer_epoch,
+		      const struct rec_kv *recs, int n)
+{
+	struct batch_spec s = { 0, RECORDS_ATTR_TRANSACTIONAL, ts_ms, producer_id, producer_epoch, -1 };
+
+	if (n < 1)
+		return -EINVAL;
+	return batch_write(w, &s, recs, n);
+}
+
 int records_build_control(struct wr *w, int64_t producer_id, int16_t producer_epoch, bool commit,
 			  int32_t coordinator_epoch, int64_t ts_ms)
 {
@@ -288,16 +299,18 @@ static int records_scan_time(const struct batch_hdr *h, const uint8_t *p, size_t
 	rd_init(&r, p, len);
 	for (int32_t i = 0; i < h->record_count && !r.err; i++) {
 		int32_t rlen = rd_varint(&r);
-		const uint8_t *next = r.p + rlen;
+		const uint8_t *next;
 		int64_t rts, delta;
 
 		if (r.err || rlen < 0 || (size_t)rlen > rd_left(&r))
 			return -EBADMSG;
+		next = r.p + rlen;
 		rd_i8(&r); /* attributes */
-		rts = h->base_timestamp + rd_varlong(&r);
+		/* client bytes: wrap rather than overflow (signed overflow is UB) */
+		rts = (int64_t)((uint64_t)h->base_timestamp + (uint64_t)rd_varlong(&r));
 		delta = rd_varint(&r);
 		if (!r.err && rts >= ts) {
-			*offset_out = h->base_offset + delta;
+			*offset_out = (int64_t)((uint64_t)h->base_offset + (uint64_t)delta);
 			*ts_out = rts;
 			return 1;
 		}

@@ -141,6 +141,14 @@ int records_build(struct wr *w, int64_t base_offset, int64_t ts_ms, const struct
 		  int n);
 
 /*
+ * Transactions: like records_build() (baseOffset 0) but transactional, of
+ * producer_id/producer_epoch, baseSequence -1 (the transaction coordinator's
+ * TxnOffsetCommit batches).  Returns 0 or -ENOMEM / -EINVAL (n < 1).
+ */
+int records_build_txn(struct wr *w, int64_t ts_ms, int64_t producer_id, int16_t producer_epoch,
+		      const struct rec_kv *recs, int n);
+
+/*
  * Appends a transactional control batch (baseOffset 0) holding one
  * COMMIT (commit) or ABORT marker: key = {version 0, type 1|0},
  * value = {version 0, coordinatorEpoch}.  Returns 0 or -ENOMEM.

@@ -1,8 +1,7 @@
 'use strict'
 /* kafkajs 2.2.4 consumer group: subscribe fromBeginning, eachMessage over
  * two partitions, commit, then admin.fetchOffsets shows the committed end
- * offsets and a second consumer in the same group gets nothing new.
- * Needs the group coordinator:  gregor-itest: requires-env GREGOR_GROUPS */
+ * offsets and a second consumer in the same group gets nothing new. */
 const { Kafka, logLevel } = require('kafkajs')
 const { withBroker, main, eq, check, log, sleep } = require('../lib/gregor')
 
@@ -28,6 +27,8 @@ main(() => withBroker({ overrides: { 'auto.create.topics.enable': 'false', 'num.
 
     const seen = { 0: [], 1: [] }
     const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 1000, maxWaitTimeInMs: 200 })
+    let crash = null
+    consumer.on(consumer.events.CRASH, e => { crash = e.payload.error })
     await consumer.connect()
     await consumer.subscribe({ topic, fromBeginning: true })
     await consumer.run({
@@ -38,6 +39,7 @@ main(() => withBroker({ overrides: { 'auto.create.topics.enable': 'false', 'num.
     })
     const deadline = Date.now() + 60000
     while (seen[0].length + seen[1].length < N) {
+      if (crash) throw new Error(`consumer crashed: ${crash.name}: ${crash.message}`)
       check(Date.now() < deadline, `consumed ${seen[0].length}+${seen[1].length} of ${N} within 60 s`)
       await sleep(100)
     }

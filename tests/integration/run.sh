@@ -14,7 +14,6 @@
 #   BUILD          build dir (default build): broker at $BUILD/bin/gregor, C tests at $BUILD/bin/itest/
 #   GREGOR_BIN     broker binary (default $BUILD/bin/gregor)
 #   ITEST_TIMEOUT  seconds per test (default 300)
-#   GREGOR_GROUPS  =1 to run tests that declare `gregor-itest: requires-env GREGOR_GROUPS`
 #   ITEST_VERBOSE  =1 to print every test's output, not only failures'
 #
 # Kinds of test file:
@@ -108,15 +107,6 @@ for f in tests/integration/[0-9][0-9][0-9][0-9]-*; do
 
 	out="$OUT/$stem.out"
 	: >"$out"
-
-	req=$(sed -n 's/.*gregor-itest: requires-env \([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' "$f" | head -n 1)
-	if [ -n "$req" ]; then
-		val=$(eval "echo \${$req:-}")
-		if [ "$val" != 1 ]; then
-			report "$file" skip "needs $req=1"
-			continue
-		fi
-	fi
 
 	# C binaries: make sure this test's binary is built and fresh.
 	if [ -f "tests/integration/$stem.c" ]; then

@@ -16,6 +16,8 @@ const rd_kafka_ConfigResource_t *admin_describe_config(rd_kafka_t *rk, rd_kafka_
 	const rd_kafka_ConfigResource_t **out;
 	size_t n;
 
+	if (!res)
+		kafka_die("cannot describe configs of \"%s\": librdkafka refuses that resource name", name);
 	rd_kafka_DescribeConfigs(rk, &res, 1, ao, q);
 	*evp = kafka_admin_wait(q);
 	rd_kafka_ConfigResource_destroy(res);

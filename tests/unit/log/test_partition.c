@@ -87,7 +87,10 @@ static void slice_hdr(const struct fslice *s, struct batch_hdr *h)
 	assert_int_equal(records_hdr_parse(buf, sizeof(buf), h), 0);
 }
 
-/* Walks every batch of a slice, checking CRCs; returns the number of batches. */
+/*
+ * Walks every whole batch of a slice, checking CRCs; returns their number.
+ * A slice may end inside a batch (part_read cuts by bytes, as Kafka does).
+ */
 static int slice_check(const struct fslice *s, int64_t *first, int64_t *last)
 {
 	uint8_t *buf = malloc((size_t)s->len);
@@ -97,8 +100,11 @@ static int slice_check(const struct fslice *s, int64_t *first, int64_t *last)
 	assert_int_equal(pread(s->ref->fd, buf, (size_t)s->len, s->pos), (ssize_t)s->len);
 	while (off < s->len) {
 		struct batch_hdr h;
+		int rc = records_batch_parse(buf + off, (size_t)(s->len - off), &h);
 
-		assert_int_equal(records_batch_parse(buf + off, (size_t)(s->len - off), &h), 0);
+		if (rc == -EAGAIN && n > 0)
+			break; /* a partial trailing batch */
+		assert_int_equal(rc, 0);
 		assert_true(records_batch_crc_ok(buf + off, &h));
 		if (n == 0)
 			*first = h.base_offset;

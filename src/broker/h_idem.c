@@ -1,0 +1,108 @@
+/*
+ * h_idem.c - InitProducerId for idempotent (non-transactional) producers,
+ * v0-4.  The per-partition sequence checks live in h_produce.c and
+ * log/pstate.c; docs/idempotence.md describes the whole scheme.
+ *
+ * TransactionalId null:
+ *   ProducerId/ProducerEpoch -1/-1 (all v0-2 requests): a new producer id,
+ *     epoch 0, from the persisted id blocks (coord/pid.h).
+ *   v3+ with the producer's current id and epoch (KIP-360, sent after
+ *     UNKNOWN_PRODUCER_ID or OUT_OF_ORDER_SEQUENCE_NUMBER): the same id with
+ *     epoch + 1, so partitions accept sequence 0 again and fence in-flight
+ *     batches of the old epoch; a new id, epoch 0, when the epoch is
+ *     exhausted (>= 32766) or the id was never handed out here.  (Kafka
+ *     always hands out a new id here; both are valid answers for the
+ *     client, a bump keeps the id stable in logs.)
+ *   only one of the two set: INVALID_REQUEST, as Kafka.
+ * TransactionalId "" : INVALID_REQUEST.  Any other TransactionalId goes to
+ * the transaction coordinator, txn_init_producer_id().
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "broker/broker.h"
+#include "broker/handlers.h"
+#include "coord/pid.h"
+#include "proto/kerr.h"
+#include "util/log.h"
+
+#define IDEM_EPOCH_MAX (INT16_MAX - 1) /* Kafka: a bump past this needs a new id */
+
+static struct pid_alloc *idem_pids; /* opened on first use, lives as long as the process */
+
+/* The allocator for b's (first) log dir; NULL if it cannot be opened. */
+static struct pid_alloc *idem_pid_alloc(struct broker *b)
+{
+	char dir[PATH_MAX];
+	size_t n = strcspn(b->cfg.log_dirs, ",");
+	int rc;
+
+	if (idem_pids)
+		return idem_pids;
+	if (n >= sizeof(dir))
+		return NULL;
+	memcpy(dir, b->cfg.log_dirs, n);
+	dir[n] = '\0';
+	rc = pid_open(dir, &idem_pids);
+	if (rc) {
+		log_error("cannot open the producer id allocator in '%s': %s", dir, strerror(-rc));
+		idem_pids = NULL;
+	}
+	return idem_pids;
+}
+
+/*
+ * Transactions hook: InitProducerId with a transactional id.
+ * TODO(transactions): replace this stub with the transaction coordinator
+ * (coord/txn.c, handler in h_txn.c, then delete it here).  Until then we
+ * answer what Kafka answers while no transaction coordinator is available.
+ */
+int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
+			 struct InitProducerIdResponse *out)
+{
+	(void)rq;
+	(void)in;
+	out->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+	return H_REPLY;
+}
+
+static int16_t idem_new_id(struct broker *b, struct InitProducerIdResponse *out)
+{
+	struct pid_alloc *pa = idem_pid_alloc(b);
+
+	/* a disk error: retriable for the client, which backs off and retries */
+	if (!pa || pid_next(pa, &out->ProducerId))
+		return KERR_COORDINATOR_NOT_AVAILABLE;
+	out->ProducerEpoch = 0;
+	return KERR_NONE;
+}
+
+int h_init_producer_id(struct req *rq, const void *in, void *out)
+{
+	const struct InitProducerIdRequest *req = in;
+	struct InitProducerIdResponse *resp = out;
+	struct pid_alloc *pa;
+
+	if (req->TransactionalId.len > 0)
+		return txn_init_producer_id(rq, req, resp);
+	resp->ProducerId = -1;
+	resp->ProducerEpoch = -1;
+	if (req->TransactionalId.len == 0 || (req->ProducerId == -1) != (req->ProducerEpoch == -1)) {
+		resp->ErrorCode = KERR_INVALID_REQUEST;
+		return H_REPLY;
+	}
+	pa = idem_pid_alloc(rq->b);
+	if (pa && req->ProducerEpoch >= 0 && req->ProducerEpoch < IDEM_EPOCH_MAX &&
+	    pid_issued(pa, req->ProducerId)) {
+		resp->ProducerId = req->ProducerId;
+		resp->ProducerEpoch = (int16_t)(req->ProducerEpoch + 1);
+	} else {
+		resp->ErrorCode = idem_new_id(rq->b, resp);
+	}
+	log_debug(LOGC_TXN, "txn", "%s: InitProducerId v%d (id %lld epoch %d) -> id %lld epoch %d error %d",
+		  conn_peer(rq->c), rq->hdr.api_version, (long long)req->ProducerId,
+		  req->ProducerEpoch, (long long)resp->ProducerId, resp->ProducerEpoch,
+		  resp->ErrorCode);
+	return H_REPLY;
+}

@@ -1,0 +1,251 @@
+/*
+ * txn_store.c - encoding, writing and replaying __transaction_state
+ * records (formats in txn_store.h).
+ */
+#include "coord/txn_store.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log/partition.h"
+#include "proto/records.h"
+#include "util/log.h"
+
+#define TXN_STORE_READ_BYTES (1 << 20)
+#define TXN_STORE_TPS_MAX 100000 /* sanity bound on a decoded partition list */
+
+int32_t txn_store_partition_of(int32_t nparts, struct kstr id)
+{
+	int32_t h = 0;
+
+	for (int32_t i = 0; i < id.len; i++)
+		h = (int32_t)(31u * (uint32_t)h + (uint8_t)id.p[i]);
+	return (h & 0x7fffffff) % nparts;
+}
+
+static void txn_store_wr_str(struct wr *w, const char *p, int32_t len)
+{
+	wr_i16(w, (int16_t)len);
+	if (len > 0)
+		wr_raw(w, p, (size_t)len);
+}
+
+static void txn_store_value_enc(struct wr *w, const struct txn_store_value *v)
+{
+	wr_i16(w, 0);
+	wr_i64(w, v->producer_id);
+	wr_i16(w, v->producer_epoch);
+	wr_i32(w, v->timeout_ms);
+	wr_i8(w, v->status);
+	wr_i32(w, v->ntps);
+	for (int32_t i = 0; i < v->ntps; i++) {
+		txn_store_wr_str(w, v->tps[i].topic, (int32_t)strlen(v->tps[i].topic));
+		wr_i32(w, 1);
+		wr_i32(w, v->tps[i].partition);
+	}
+	wr_i64(w, v->update_ms);
+	wr_i64(w, v->start_ms);
+}
+
+int txn_store_write(struct part **parts, int32_t nparts, struct kstr id, const struct txn_store_value *v,
+		    int64_t now_ms, struct part **part_out)
+{
+	struct part *part = parts[txn_store_partition_of(nparts, id)];
+	struct part_append_info info;
+	struct wr key, val, batch;
+	struct rec_kv kv;
+	int err;
+
+	wr_init(&key);
+	wr_init(&val);
+	wr_init(&batch);
+	wr_i16(&key, 0);
+	txn_store_wr_str(&key, id.p, id.len);
+	if (v)
+		txn_store_value_enc(&val, v);
+	err = key.err ? key.err : val.err;
+	kv = (struct rec_kv){ key.buf, (int32_t)key.len, v ? val.buf : NULL, v ? (int32_t)val.len : -1 };
+	if (!err)
+		err = records_build(&batch, 0, now_ms, &kv, 1);
+	if (!err)
+		err = batch.err ? batch.err : part_append(part, batch.buf, batch.len, now_ms, &info);
+	if (!err)
+		*part_out = part;
+	wr_release(&key);
+	wr_release(&val);
+	wr_release(&batch);
+	return err;
+}
+
+/* ---- replay ---- */
+
+static struct kstr txn_store_rd_str(struct rd *r)
+{
+	int16_t len = rd_i16(r);
+	struct bytes b = { NULL, -1 };
+
+	if (len < 0)
+		return KSTR_NULL;
+	rd_view(r, (size_t)len, &b);
+	return (struct kstr){ (const char *)b.p, r->err ? -1 : len };
+}
+
+/* Decodes a value; tps (OUT, caller frees, topic strings point into a copy in *names). */
+static int txn_store_value_dec(struct bytes b, struct txn_store_value *v, struct txn_tp **tps, char **names)
+{
+	struct rd r;
+	int32_t ntopics, total = 0;
+	size_t names_len = 0;
+
+	rd_init(&r, b.p, (size_t)b.len);
+	if (rd_i16(&r) != 0)
+		return -EBADMSG;
+	v->producer_id = rd_i64(&r);
+	v->producer_epoch = rd_i16(&r);
+	v->timeout_ms = rd_i32(&r);
+	v->status = rd_i8(&r);
+	ntopics = rd_i32(&r);
+	if (r.err || ntopics > TXN_STORE_TPS_MAX)
+		return -EBADMSG;
+	*tps = calloc((size_t)(ntopics > 0 ? ntopics : 1) * 1, sizeof(**tps));
+	*names = malloc((size_t)b.len + 1);
+	if (!*tps || !*names)
+		return -ENOMEM;
+	for (int32_t i = 0; i < ntopics && !r.err; i++) {
+		struct kstr topic = txn_store_rd_str(&r);
+		int32_t np = rd_i32(&r);
+		char *name = *names + names_len;
+
+		if (r.err || topic.len < 0 || np < 0 || np > TXN_STORE_TPS_MAX)
+			return -EBADMSG;
+		memcpy(name, topic.p, (size_t)topic.len);
+		name[topic.len] = '\0';
+		names_len += (size_t)topic.len + 1;
+		if (np > 0) {
+			struct txn_tp *nt = realloc(*tps, (size_t)(total + np + ntopics) * sizeof(**tps));
+
+			if (!nt)
+				return -ENOMEM;
+			*tps = nt;
+		}
+		for (int32_t j = 0; j < np; j++)
+			(*tps)[total++] = (struct txn_tp){ name, rd_i32(&r) };
+	}
+	v->update_ms = rd_i64(&r);
+	v->start_ms = rd_i64(&r);
+	v->tps = *tps;
+	v->ntps = total;
+	return r.err ? -EBADMSG : 0;
+}
+
+static void txn_store_record(struct bytes key, struct bytes value, txn_store_record_fn *fn, void *arg)
+{
+	struct rd r;
+	struct kstr id;
+	struct txn_store_value v;
+	struct txn_tp *tps = NULL;
+	char *names = NULL;
+	int err;
+
+	rd_init(&r, key.p, (size_t)key.len);
+	if (rd_i16(&r) != 0)
+		return; /* not a transaction log key version we know */
+	id = txn_store_rd_str(&r);
+	if (r.err || id.len <= 0)
+		return;
+	if (!value.p || value.len < 0) {
+		fn(arg, id, NULL);
+		return;
+	}
+	err = txn_store_value_dec(value, &v, &tps, &names);
+	if (!err)
+		fn(arg, id, &v);
+	else
+		log_warn("%s: skipping a malformed record for '%.*s'", TXN_STORE_TOPIC, id.len, id.p);
+	free(tps);
+	free(names);
+}
+
+static int txn_store_batch(const uint8_t *p, const struct batch_hdr *h, txn_store_record_fn *fn, void *arg)
+{
+	struct rd r;
+
+	if (records_is_control(h) || (h->attributes & RECORDS_ATTR_CODEC_MASK))
+		return 0;
+	rd_init(&r, p + RECORDS_HDR_SIZE, (size_t)h->size - RECORDS_HDR_SIZE);
+	for (int32_t i = 0; i < h->record_count; i++) {
+		int32_t len = rd_varint(&r), klen, vlen;
+		struct bytes body, key = { NULL, -1 }, value = { NULL, -1 };
+		struct rd rec;
+
+		if (len < 0 || !rd_view(&r, (size_t)len, &body))
+			return -EBADMSG;
+		rd_init(&rec, body.p, (size_t)body.len);
+		rd_i8(&rec);
+		rd_varlong(&rec);
+		rd_varint(&rec);
+		klen = rd_varint(&rec);
+		if (klen >= 0)
+			rd_view(&rec, (size_t)klen, &key);
+		vlen = rd_varint(&rec);
+		if (vlen >= 0)
+			rd_view(&rec, (size_t)vlen, &value);
+		if (rec.err || klen < 0)
+			return -EBADMSG;
+		txn_store_record(key, value, fn, arg);
+	}
+	return 0;
+}
+
+static int txn_store_load_part(struct part *part, int32_t pidx, txn_store_record_fn *fn, void *arg)
+{
+	int64_t offset = part_log_start_offset(part), hw = part_high_watermark(part);
+	uint8_t *buf = NULL;
+	int err = 0;
+
+	while (!err && offset < hw) {
+		struct fslice s = { 0 };
+		size_t pos = 0;
+		struct batch_hdr h;
+		int64_t next = offset;
+		uint8_t *nb;
+
+		err = part_read(part, offset, hw, TXN_STORE_READ_BYTES, true, &s);
+		if (err || !s.ref || s.len == 0) {
+			fdref_put(s.ref);
+			break;
+		}
+		nb = realloc(buf, (size_t)s.len);
+		if (!nb || pread(s.ref->fd, nb, (size_t)s.len, s.pos) != s.len)
+			err = nb ? -EIO : -ENOMEM;
+		buf = nb ? nb : buf;
+		fdref_put(s.ref);
+		while (!err && pos < (size_t)s.len && records_batch_parse(buf + pos, (size_t)s.len - pos, &h) == 0) {
+			if (records_last_offset(&h) >= offset && txn_store_batch(buf + pos, &h, fn, arg))
+				log_warn("%s-%d: skipping a malformed batch at offset %lld", TXN_STORE_TOPIC, pidx,
+					 (long long)h.base_offset);
+			next = records_last_offset(&h) + 1;
+			pos += (size_t)h.size;
+		}
+		if (!err && next <= offset)
+			err = -EBADMSG;
+		offset = next;
+	}
+	free(buf);
+	return err;
+}
+
+int txn_store_load(struct part **parts, int32_t nparts, txn_store_record_fn *on_record, void *arg)
+{
+	for (int32_t i = 0; i < nparts; i++) {
+		int err = txn_store_load_part(parts[i], i, on_record, arg);
+
+		if (err) {
+			log_error("%s-%d: cannot load: %s", TXN_STORE_TOPIC, i, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,91 @@
+/*
+ * txnidx.h - one partition's transaction bookkeeping: the aborted
+ * transaction index (Kafka's per-segment .txnindex files), and the last
+ * stable offset.
+ *
+ * Ongoing transactions are not kept here: the producer state (pstate.h)
+ * already holds, per producer id, the first offset of its open
+ * transaction (set by its first transactional batch, cleared by its
+ * COMMIT/ABORT control batch), rebuilt from snapshots and the log on
+ * restart.  The last stable offset is derived from it:
+ *
+ *   LSO = min(high watermark, min over producers of txn_first_offset)
+ *
+ * Aborted transactions: whenever an ABORT control batch is appended, the
+ * entry {producer id, first offset of the transaction, offset of the
+ * marker, LSO at that time} is appended, in Kafka's format, to the
+ * .txnindex file of the segment that holds the marker:
+ *
+ *   <20-digit segment base offset>.txnindex, a sequence of 34-byte entries,
+ *   all integers big-endian (Kafka's AbortedTxn):
+ *     off len field
+ *       0   2 version            i16  0
+ *       2   8 producerId         i64
+ *      10   8 firstOffset        i64  first offset of the aborted transaction
+ *      18   8 lastOffset         i64  offset of its ABORT marker
+ *      26   8 lastStableOffset   i64  LSO when the marker was written
+ *
+ * Files are written with one pwrite per entry (not fsynced).  On open
+ * after a clean shutdown the files are loaded and trusted; after a crash
+ * the whole index is rebuilt from the batch headers of the log (control
+ * batch bodies are read for their marker type) and the files rewritten,
+ * so an index never disagrees with the log that survived.  The in-memory
+ * copy is sorted by lastOffset (markers are appended in offset order).
+ *
+ * Threading: the event-loop thread only.
+ */
+#ifndef GREGOR_LOG_TXNIDX_H
+#define GREGOR_LOG_TXNIDX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/records.h"
+
+#define TXNIDX_ENTRY_SIZE 34
+#define TXNIDX_EXT ".txnindex"
+
+struct part;
+
+struct txnidx_entry {
+	int64_t producer_id;
+	int64_t first_offset;
+	int64_t last_offset;        /* the ABORT marker */
+	int64_t last_stable_offset;
+};
+
+struct txnidx {
+	struct txnidx_entry *v;     /* owned, sorted by last_offset */
+	int n, cap;
+};
+
+void txnidx_init(struct txnidx *ti);
+void txnidx_release(struct txnidx *ti);
+
+/*
+ * The log's hooks (partition.c).  txnidx_load runs at the end of
+ * part_open, after the producer state is rebuilt: clean = the partition
+ * was closed cleanly (load the files), otherwise rebuild from the log.
+ * txnidx_on_batch runs for every appended batch h at p, after it is
+ * written and before pstate_apply() records it; it indexes ABORT markers.
+ * Both return 0 or -errno (an unwritable file is logged, not returned).
+ */
+int txnidx_load(struct part *part, bool clean);
+void txnidx_on_batch(struct part *part, const uint8_t *p, const struct batch_hdr *h);
+/* Retention moved the log start: drops entries wholly below it and files of deleted segments. */
+void txnidx_truncate_head(struct part *part);
+
+/* LSO = min(HW, first offset of the oldest open transaction). */
+int64_t txnidx_last_stable_offset(struct part *part);
+
+/*
+ * The aborted transactions overlapping [from, upper): lastOffset >= from
+ * and firstOffset < upper (Kafka's TransactionIndex.collectAbortedTxns).
+ * Writes at most max entries to out; returns how many matched in total.
+ */
+int txnidx_collect(struct part *part, int64_t from, int64_t upper, struct txnidx_entry *out, int max);
+
+/* The index of part (tests and tools). */
+const struct txnidx *txnidx_of(struct part *part);
+
+#endif
