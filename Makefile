@@ -39,6 +39,7 @@ UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/bin/unit/%,$(UNIT_SRC))
 
 .PHONY: all deps run test unit integration clean style install bench fuzz
+.SECONDARY:
 all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS)
 
 deps:
@@ -87,7 +88,7 @@ integration: all
 	@BUILD=$(BUILD) sh tests/integration/run.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(shell nproc) all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
 

@@ -16,6 +16,7 @@ struct registry;
 struct syncer;
 struct req;
 struct group_coord;
+struct txn_coord;
 
 struct broker {
 	struct broker_cfg cfg;
@@ -31,6 +32,7 @@ struct broker {
 	struct req *fetch_waiters; /* parked long-poll fetches */
 	struct loop_timer housekeeping;
 	struct group_coord *groups; /* the group coordinator (h_group.c) */
+	struct txn_coord *txns;     /* the transaction coordinator (h_txn.c) */
 };
 
 /* Wakes parked fetches after appends; called at the end of each loop iteration. */

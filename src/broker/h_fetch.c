@@ -7,6 +7,13 @@
  * iteration in which something was appended (fetch_wake), never by a
  * polling timer.  Sessions (KIP-227) are not kept: every fetch is a full
  * fetch answered with SessionId 0, which every client accepts.
+ *
+ * read_committed (IsolationLevel 1): data is served only below the last
+ * stable offset (log/txnidx.h), and AbortedTransactions lists every
+ * aborted transaction overlapping [FetchOffset, LSO) - a superset of
+ * Kafka's [FetchOffset, end of the returned data), which clients accept:
+ * they act on an entry only when they reach its first offset.  The
+ * record bytes are still served zero-copy.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -17,6 +24,7 @@
 #include "broker/handlers.h"
 #include "broker/registry.h"
 #include "log/partition.h"
+#include "log/txnidx.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -54,6 +62,29 @@ static void fetch_hold_add(struct req *rq, const struct fslice *s)
 	h->slices[h->n++] = *s;
 }
 
+#define FETCH_ABORTED_MAX 4096 /* aborted transactions listed per partition */
+
+/* read_committed: the aborted transactions overlapping [from, upper). */
+static void fetch_aborted(struct req *rq, struct part *part, int64_t from, int64_t upper,
+			  struct FetchResponsePartition *out)
+{
+	struct txnidx_entry *e;
+	int n = txnidx_collect(part, from, upper, NULL, 0);
+
+	out->AbortedTransactions.n = 0;
+	if (n == 0)
+		return;
+	n = n < FETCH_ABORTED_MAX ? n : FETCH_ABORTED_MAX;
+	e = req_alloc(rq, (size_t)n, sizeof(*e));
+	n = txnidx_collect(part, from, upper, e, n) < n ? txnidx_collect(part, from, upper, e, n) : n;
+	out->AbortedTransactions.v = req_alloc(rq, (size_t)n, sizeof(*out->AbortedTransactions.v));
+	for (int i = 0; i < n; i++) {
+		out->AbortedTransactions.v[i].ProducerId = e[i].producer_id;
+		out->AbortedTransactions.v[i].FirstOffset = e[i].first_offset;
+	}
+	out->AbortedTransactions.n = n;
+}
+
 /* Fills one partition; returns the record bytes it will carry. */
 static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, struct topic *t,
 			       const struct FetchRequestPartition *in, struct FetchResponsePartition *out,
@@ -73,7 +104,7 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 		return 0;
 	}
 	out->HighWatermark = part_high_watermark(part);
-	out->LastStableOffset = out->HighWatermark;
+	out->LastStableOffset = txnidx_last_stable_offset(part);
 	out->LogStartOffset = part_log_start_offset(part);
 	if (left <= 0 && used > 0)
 		return 0;
@@ -89,6 +120,8 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 		return 0;
 	}
 	fetch_hold_add(rq, &s);
+	if (f->IsolationLevel == 1)
+		fetch_aborted(rq, part, in->FetchOffset, out->LastStableOffset, out);
 	out->Records.len = (int32_t)s.len;
 	out->Records.file = s;
 	return s.len;

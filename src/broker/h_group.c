@@ -155,6 +155,14 @@ static struct group_coord *h_group_coord(struct req *rq)
 	return group_coord_attached(b->groups) ? b->groups : NULL;
 }
 
+/* Transactions (h_txn.c: AddOffsetsToTxn, TxnOffsetCommit): the same preamble without a request. */
+struct group_coord *groups_coord(struct broker *b)
+{
+	if (!group_coord_attached(b->groups) && h_group_attach(b, true) < 0)
+		return NULL;
+	return group_coord_attached(b->groups) ? b->groups : NULL;
+}
+
 /* ---- FindCoordinator ---- */
 
 static int16_t h_group_find_one(struct req *rq, struct kstr key, int8_t key_type)

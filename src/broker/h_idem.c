@@ -52,19 +52,12 @@ static struct pid_alloc *idem_pid_alloc(struct broker *b)
 	return idem_pids;
 }
 
-/*
- * Transactions hook: InitProducerId with a transactional id.
- * TODO(transactions): replace this stub with the transaction coordinator
- * (coord/txn.c, handler in h_txn.c, then delete it here).  Until then we
- * answer what Kafka answers while no transaction coordinator is available.
- */
-int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
-			 struct InitProducerIdResponse *out)
+/* Transactions: txn_init_producer_id() lives in h_txn.c; it takes its ids from here. */
+int idem_next_producer_id(struct broker *b, int64_t *id)
 {
-	(void)rq;
-	(void)in;
-	out->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
-	return H_REPLY;
+	struct pid_alloc *pa = idem_pid_alloc(b);
+
+	return pa ? pid_next(pa, id) : -EIO;
 }
 
 static int16_t idem_new_id(struct broker *b, struct InitProducerIdResponse *out)

@@ -9,6 +9,7 @@
 #include "broker/handlers.h"
 #include "broker/registry.h"
 #include "log/partition.h"
+#include "log/txnidx.h"
 #include "proto/kerr.h"
 
 #define LIST_OFFSETS_LATEST (-1)
@@ -30,8 +31,8 @@ static void list_offsets_partition(struct req *rq, int8_t isolation, struct topi
 	}
 	switch (in->Timestamp) {
 	case LIST_OFFSETS_LATEST:
-		offset = part_high_watermark(part); /* = last stable offset until transactions */
-		(void)isolation;
+		/* read_committed (v2+): the last stable offset */
+		offset = isolation == 1 ? txnidx_last_stable_offset(part) : part_high_watermark(part);
 		break;
 	case LIST_OFFSETS_EARLIEST:
 		offset = part_log_start_offset(part);

@@ -102,8 +102,9 @@ static bool produce_idem_check(struct req *rq, const struct topic *t, struct par
 	const char *why;
 
 	*dup = false;
-	if (records_batch_parse(in->Records.p, (size_t)in->Records.len, &h) || h.producer_id < 0)
-		return true;
+	if (records_batch_parse(in->Records.p, (size_t)in->Records.len, &h) || h.producer_id < 0 ||
+	    records_is_control(&h))
+		return true; /* no producer checks (control batches are refused by records_validate) */
 	if (h.size != in->Records.len || h.producer_epoch < 0 || h.base_sequence < 0) {
 		/* Kafka: one batch per partition from an idempotent producer */
 		out->ErrorCode = rq->hdr.api_version >= 8 ? KERR_INVALID_RECORD : KERR_CORRUPT_MESSAGE;

@@ -39,8 +39,8 @@ int groups_start(struct broker *b);
 /* Answers parked JoinGroup/SyncGroup requests and frees the coordinator. */
 void groups_stop(struct broker *b);
 /*
- * Transactions hook (h_idem.c stub answering COORDINATOR_NOT_AVAILABLE):
- * InitProducerId with a non-null, non-empty TransactionalId.
+ * InitProducerId with a non-null, non-empty TransactionalId (h_txn.c;
+ * h_idem.c hands such requests over).
  */
 int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
 			 struct InitProducerIdResponse *out);
@@ -49,5 +49,19 @@ int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
 void fetch_wake(struct broker *b);
 /* Requests time-based flushes (log.flush.interval.ms); called periodically. */
 void produce_flush_policy(struct broker *b, int64_t now_ms);
+
+/* Transactions (h_txn.c): coordinator start/stop and the transaction APIs. */
+int txns_start(struct broker *b);
+void txns_stop(struct broker *b);
+int h_add_partitions_to_txn(struct req *rq, const void *in, void *out);
+int h_add_offsets_to_txn(struct req *rq, const void *in, void *out);
+int h_end_txn(struct req *rq, const void *in, void *out);
+int h_txn_offset_commit(struct req *rq, const void *in, void *out);
+int h_describe_transactions(struct req *rq, const void *in, void *out);
+int h_list_transactions(struct req *rq, const void *in, void *out);
+/* h_idem.c: a new producer id from the broker's allocator (transactional ids too).  0 or -errno. */
+int idem_next_producer_id(struct broker *b, int64_t *id);
+/* h_group.c: the group coordinator with __consumer_offsets open (created if needed); NULL if it cannot be. */
+struct group_coord *groups_coord(struct broker *b);
 
 #endif

@@ -59,10 +59,67 @@ static int parse_listener(const char *spec, char *host, size_t hostlen, int32_t 
 	return *port >= 0 && *port <= 65535 ? 0 : -EINVAL;
 }
 
+/*
+ * Open connections per client address (max.connections.per.ip): a small
+ * chained hash keyed by the address part of conn_peer() ("ip:port").
+ */
+#define SERVER_IP_BUCKETS 1024
+struct server_ip {
+	struct server_ip *next;
+	int32_t n;
+	char ip[64];
+};
+static struct server_ip *server_ips[SERVER_IP_BUCKETS];
+
+static struct server_ip **server_ip_slot(const struct conn *c, char *ip, size_t iplen)
+{
+	const char *peer = conn_peer(c), *colon = strrchr(peer, ':');
+	size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
+	uint32_t h = 2166136261u;
+	struct server_ip **pp;
+
+	if (n >= iplen)
+		n = iplen - 1;
+	memcpy(ip, peer, n);
+	ip[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)ip[i]) * 16777619u;
+	for (pp = &server_ips[h % SERVER_IP_BUCKETS]; *pp; pp = &(*pp)->next)
+		if (!strcmp((*pp)->ip, ip))
+			break;
+	return pp;
+}
+
+/* Counts c against its address; returns the address's open connections (or -ENOMEM). */
+static int32_t server_ip_add(const struct conn *c)
+{
+	char ip[64];
+	struct server_ip **pp = server_ip_slot(c, ip, sizeof(ip));
+
+	if (!*pp) {
+		*pp = calloc(1, sizeof(**pp));
+		if (!*pp)
+			return -ENOMEM;
+		snprintf((*pp)->ip, sizeof((*pp)->ip), "%s", ip);
+	}
+	return ++(*pp)->n;
+}
+
+static void server_ip_del(const struct conn *c)
+{
+	char ip[64];
+	struct server_ip **pp = server_ip_slot(c, ip, sizeof(ip)), *e = *pp;
+
+	if (e && --e->n <= 0) {
+		*pp = e->next;
+		free(e);
+	}
+}
+
 static void server_on_closed(struct conn *c)
 {
-	(void)c;
 	server_nconns--;
+	server_ip_del(c);
 }
 
 static void server_accept(struct loop_io *io, uint32_t events)
@@ -93,8 +150,15 @@ static void server_accept(struct loop_io *io, uint32_t events)
 		if (b->cfg.socket_receive_buffer_bytes > 0)
 			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b->cfg.socket_receive_buffer_bytes, sizeof(int));
 		if (conn_new(b->loop, fd, &cc, &c) == 0) {
-			server_nconns++;
+			int32_t n = server_ip_add(c);
+
+			server_nconns++; /* both undone by server_on_closed */
 			log_debug(LOGC_NET, "net", "%s: accepted", conn_peer(c));
+			if (n < 0 || n > b->cfg.max_connections_per_ip) {
+				log_warn("refusing a connection from %s: max.connections.per.ip=%d reached",
+					 conn_peer(c), b->cfg.max_connections_per_ip);
+				conn_close(c, NULL);
+			}
 		}
 	}
 }
@@ -217,6 +281,7 @@ void broker_after_events(void *arg)
 		b->appended = false;
 		fetch_wake(b);
 	}
+	conn_resume();
 	conn_reap();
 }
 
@@ -226,6 +291,7 @@ int server_start(struct broker *b)
 
 	api_broker = b;
 	b->node_id = b->cfg.node_id;
+	conn_set_queued_max(b->cfg.queued_max_request_bytes);
 	err = loop_new(&b->loop);
 	if (!err) /* before any thread exists, so every thread blocks them */
 		err = server_signals(b);
@@ -237,6 +303,8 @@ int server_start(struct broker *b)
 	err = syncer_start(b->loop, &b->syncer);
 	if (!err)
 		err = groups_start(b); /* h_group.c: loads __consumer_offsets */
+	if (!err)
+		err = txns_start(b); /* h_txn.c: loads __transaction_state, finishes Prepare* */
 	if (!err)
 		err = server_listen(b);
 	if (err)
@@ -263,6 +331,7 @@ void server_stop(struct broker *b)
 	syncer_stop(b->syncer); /* syncs what is still dirty */
 	park_drop();            /* their connections are gone */
 	groups_stop(b);         /* answers parked JoinGroup/SyncGroup */
+	txns_stop(b);
 	conn_reap();
 	registry_close(b->reg);
 	close(server_signal_io.fd);

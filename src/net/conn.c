@@ -4,6 +4,15 @@
  * Reading: small frames are cut out of a 64 KiB read buffer; a frame that
  * does not fit is given its own buffer of exactly its size and the rest is
  * read straight into it, so large produce requests are copied at most once.
+ *
+ * queued.max.request.bytes: every request frame is counted from the moment
+ * its bytes arrive until its slot is finished (the reply is queued or
+ * dropped); a large frame still being read counts the bytes received so
+ * far, so a client that announces a big frame and stalls holds only what
+ * it sent (the untouched rest of its buffer is not resident).  Past the limit no connection starts a new frame: they stop
+ * reading and wait in conn_waiting; a frame already being read is finished
+ * (its memory is already counted), so the limit can never deadlock.
+ * conn_resume() re-arms the waiters once the total is below the limit.
  */
 #include "net/conn.h"
 
@@ -31,6 +40,7 @@ struct conn_slot {
 	enum slot_state state;
 	struct wr w;
 	struct send_pos pos;
+	int32_t req_bytes;  /* request frame bytes counted in conn_queued_bytes */
 };
 
 struct conn {
@@ -52,13 +62,28 @@ struct conn {
 	bool parsing;       /* conn_parse() is on the stack */
 	struct conn *reap_next;
 	struct conn *live_prev, *live_next; /* open connections */
+	struct conn *wait_next; /* on conn_waiting (holds a reference) */
+	bool waiting;
 };
 
 static struct conn *conn_reap_list;
 static struct conn *conn_live;
 static uint64_t conn_next_id = 1;
+static int64_t conn_queued_bytes;      /* request frames being read or processed */
+static int64_t conn_queued_max = -1;   /* queued.max.request.bytes, -1 = none */
+static struct conn *conn_waiting;      /* stopped reading because of the limit */
+
+void conn_set_queued_max(int64_t bytes) { conn_queued_max = bytes; }
+int64_t conn_queued(void) { return conn_queued_bytes; }
+
+static bool conn_global_full(void)
+{
+	return conn_queued_max > 0 && conn_queued_bytes >= conn_queued_max;
+}
 
 static void conn_on_io(struct loop_io *io, uint32_t events);
+static void conn_send(struct conn *c);
+static void conn_update_events(struct conn *c);
 
 static void conn_peer_name(struct conn *c)
 {
@@ -132,9 +157,12 @@ static void conn_free(struct conn *c)
 
 	for (s = c->head; s; s = next) {
 		next = s->next;
+		conn_queued_bytes -= s->req_bytes;
 		wr_release(&s->w);
 		free(s);
 	}
+	if (c->frame)
+		conn_queued_bytes -= c->frame_got;
 	free(c->frame);
 	free(c->rbuf);
 	free(c);
@@ -153,6 +181,34 @@ void conn_close_all(void)
 {
 	while (conn_live)
 		conn_close(conn_live, NULL);
+	while (conn_waiting) { /* drop the waiters' references */
+		struct conn *c = conn_waiting;
+
+		conn_waiting = c->wait_next;
+		c->waiting = false;
+		conn_put(c);
+	}
+}
+
+void conn_resume(void)
+{
+	struct conn *list;
+
+	if (!conn_waiting || conn_global_full())
+		return;
+	list = conn_waiting;
+	conn_waiting = NULL;
+	while (list) {
+		struct conn *c = list;
+
+		list = c->wait_next;
+		c->waiting = false;
+		if (!c->closed && !conn_global_full())
+			conn_send(c); /* parses what is buffered, re-arms EPOLLIN */
+		else if (!c->closed)
+			conn_update_events(c); /* back on the list */
+		conn_put(c);
+	}
 }
 
 void conn_reap(void)
@@ -221,9 +277,25 @@ static void conn_slot_pop(struct conn *c)
 	free(s);
 }
 
-static bool conn_paused(const struct conn *c)
+/* Paused by this connection's own queue: its replies will unpause it. */
+static bool conn_paused_self(const struct conn *c)
 {
 	return c->nslots >= CONN_SLOTS_MAX || c->out_bytes > c->cfg.out_bytes_max;
+}
+
+/*
+ * Paused: own queue, or the global limit.  Under the global limit a
+ * connection still finishes a frame already counted, and one with nothing
+ * in flight may read a small request that fits its read buffer (memory it
+ * already has), so an ordinary client is answered while floods wait.
+ */
+static bool conn_paused(const struct conn *c)
+{
+	if (conn_paused_self(c))
+		return true;
+	if (!conn_global_full() || c->frame)
+		return false;
+	return c->nslots > 0 || c->rlen >= CONN_RBUF_BYTES;
 }
 
 static size_t iov_total(const struct iovec *iov, int n)
@@ -302,6 +374,11 @@ static void conn_update_events(struct conn *c)
 		return;
 	if (!conn_paused(c))
 		ev |= EPOLLIN;
+	else if (!conn_paused_self(c) && !c->waiting) {
+		c->waiting = true;
+		c->wait_next = conn_waiting;
+		conn_waiting = conn_get(c);
+	}
 	if (c->head && c->head->state == SLOT_READY)
 		ev |= EPOLLOUT;
 	if (loop_mod(c->loop, &c->io, ev) < 0)
@@ -319,13 +396,15 @@ static void conn_send(struct conn *c)
 		return;
 	}
 	/* frames already buffered while paused get no new EPOLLIN */
-	if (!c->parsing && !c->frame && c->rlen >= 4 && !conn_paused(c))
+	if (!c->parsing && !c->frame && c->rlen >= 4 && !conn_paused_self(c))
 		conn_parse(c);
 	conn_update_events(c);
 }
 
 void conn_slot_done(struct conn *c, struct conn_slot *slot, struct wr *w)
 {
+	conn_queued_bytes -= slot->req_bytes;
+	slot->req_bytes = 0;
 	if (w) {
 		slot->w = *w;
 		wr_reset(w);
@@ -346,9 +425,11 @@ static void conn_dispatch(struct conn *c, uint8_t *frame, int32_t len)
 
 	if (!slot) {
 		free(frame);
+		conn_queued_bytes -= len;
 		conn_close(c, "out of memory");
 		return;
 	}
+	slot->req_bytes = len;
 	conn_get(c);
 	c->cfg.on_request(c, slot, frame, len);
 	conn_put(c);
@@ -372,6 +453,8 @@ static void conn_parse(struct conn *c)
 			conn_close(c, "bad frame size");
 			break;
 		}
+		if (conn_global_full() && c->rlen - at - 4 < (size_t)len)
+			break; /* over queued.max.request.bytes: start no large frame */
 		frame = malloc((size_t)len);
 		if (!frame) {
 			conn_close(c, "out of memory for request frame");
@@ -383,10 +466,12 @@ static void conn_parse(struct conn *c)
 			c->frame_len = len;
 			c->frame_got = (int32_t)(c->rlen - at - 4);
 			memcpy(frame, p + 4, (size_t)c->frame_got);
+			conn_queued_bytes += c->frame_got;
 			at = c->rlen;
 			break;
 		}
 		memcpy(frame, p + 4, (size_t)len);
+		conn_queued_bytes += len;
 		at += 4 + (size_t)len;
 		conn_dispatch(c, frame, len);
 	}
@@ -410,6 +495,7 @@ static ssize_t conn_read_some(struct conn *c)
 		return -errno;
 	if (n > 0 && c->frame) {
 		c->frame_got += (int32_t)n;
+		conn_queued_bytes += n;
 		if (c->frame_got == c->frame_len) {
 			uint8_t *frame = c->frame;
 

@@ -69,4 +69,15 @@ void conn_close_all(void);
 /* Frees connections closed since the last call; call between events. */
 void conn_reap(void);
 
+/*
+ * queued.max.request.bytes: total bytes of request frames being read or
+ * processed (allocated, slot not yet finished) past which no connection
+ * starts reading a new frame.  bytes <= 0: no limit.  conn_resume() (call
+ * between events, like conn_reap) lets waiting connections read again once
+ * the total is below the limit.  conn_queued() is the current total.
+ */
+void conn_set_queued_max(int64_t bytes);
+int64_t conn_queued(void);
+void conn_resume(void);
+
 #endif

@@ -3,8 +3,8 @@ of InitProducerId, byte for byte, with a tiny hand-built client (idemwire.py).
 
 A. InitProducerId v0 -> new id, epoch 0; v4 with the id/epoch -> same id,
    epoch + 1 (KIP-360); exhausted epoch -> new id; only one of id/epoch set
-   -> INVALID_REQUEST (42); TransactionalId "" -> 42; a transactional id ->
-   COORDINATOR_NOT_AVAILABLE (15) (no transaction coordinator yet).
+   -> INVALID_REQUEST (42); TransactionalId "" -> 42.  (A non-empty
+   transactional id goes to the transaction coordinator: 4xxx tests.)
 B. Produce v3 with idempotent batches: in-sequence appends; a retried batch
    (any of the last 5) -> success with its ORIGINAL base offset, nothing
    appended; gap -> OUT_OF_ORDER_SEQUENCE_NUMBER (45); a batch older than
@@ -47,8 +47,6 @@ def part_a(b):
     check(npid < 10 ** 15 and nep == 0, "never-issued id -> new id (got %d/%d)" % (npid, nep))
     eq(c.init_pid(version=4, producer_id=pid, epoch=-1, want_err=42), (-1, -1), "only ProducerId set")
     eq(c.init_pid(version=2, txn_id="", want_err=42), (-1, -1), "empty TransactionalId")
-    c.init_pid(version=4, txn_id="my-txn", want_err=15)
-    c.init_pid(version=0, txn_id="my-txn", want_err=15)
     c.close()
     log("A: InitProducerId answers ok")
     return pid2

@@ -323,7 +323,7 @@ static void test_partition_rebuild(void **state)
 	struct fx *fx = *state;
 	struct part_cfg cfg;
 	struct part *part;
-	char pdir[128], path[192];
+	char pdir[128], path[512];
 
 	part_cfg_default(&cfg);
 	cfg.retention_ms = -1;

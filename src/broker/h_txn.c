@@ -1,0 +1,527 @@
+/*
+ * h_txn.c - the transaction APIs: InitProducerId with a transactional id,
+ * AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+ * DescribeTransactions, ListTransactions.
+ *
+ * The handlers translate between the wire structs and the coordinator
+ * (coord/txn.h); this broker is the coordinator of every transactional id.
+ * The internal topic __transaction_state is created on the first
+ * transactional request (transaction.state.log.num.partitions partitions,
+ * compacted in spirit, no time retention) and replayed at start-up, which
+ * also finishes any transaction that was between PrepareCommit/Abort and
+ * CompleteCommit/Abort when the broker stopped.
+ *
+ * Every reply that follows a write to __transaction_state, a marker or a
+ * transactional offset commit is sent, under the durable flush policy
+ * (broker/park.h), only once the fsync round covering those writes is done.
+ *
+ * Version gating (PROTOCOL-NOTES §5.25a): PRODUCER_FENCED exists from
+ * InitProducerId v4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2 and
+ * TxnOffsetCommit v3; older versions get INVALID_PRODUCER_EPOCH.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/broker.h"
+#include "broker/handlers.h"
+#include "broker/park.h"
+#include "broker/registry.h"
+#include "broker/syncer.h"
+#include "coord/group.h"
+#include "coord/txn.h"
+#include "log/partition.h"
+#include "proto/kerr.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define TXN_GROUP_TOPIC "__consumer_offsets"
+
+/* ---- coordinator ops and start-up ---- */
+
+static struct part *h_txn_part(void *arg, const char *topic, int32_t partition)
+{
+	struct broker *b = arg;
+	struct topic *t = registry_find(b->reg, kstr_c(topic));
+
+	return t ? registry_part(t, partition) : NULL;
+}
+
+static int h_txn_new_pid(void *arg, int64_t *id)
+{
+	return idem_next_producer_id(arg, id);
+}
+
+static void h_txn_offsets_complete(void *arg, int64_t producer_id, bool commit)
+{
+	struct broker *b = arg;
+
+	if (b->groups && group_coord_attached(b->groups))
+		group_txn_complete(b->groups, producer_id, commit);
+}
+
+static uint64_t h_txn_written(void *arg, struct part *part)
+{
+	struct broker *b = arg;
+
+	b->appended = true; /* wakes parked fetches: the LSO may have moved */
+	return park_sync_on_ack(&b->cfg) ? syncer_want(b->syncer, part) : 0;
+}
+
+/* Opens __transaction_state (creating it when create) and loads it. */
+static int h_txn_attach(struct broker *b, bool create)
+{
+	struct topic *t = registry_find(b->reg, KSTR(TXN_STORE_TOPIC));
+	struct topic_cfg tc;
+	char segment[24], msg[256];
+	int err = 0;
+
+	if (!t && !create)
+		return 0;
+	if (!t) {
+		snprintf(segment, sizeof(segment), "%d", b->cfg.transaction_state_log_segment_bytes);
+		err = topic_cfg_init(&tc, &b->cfg);
+		if (!err)
+			err = topic_cfg_set(&tc, "cleanup.policy", "compact", msg, sizeof(msg));
+		if (!err)
+			err = topic_cfg_set(&tc, "segment.bytes", segment, msg, sizeof(msg));
+		if (!err)
+			err = topic_cfg_set(&tc, "retention.ms", "-1", msg, sizeof(msg));
+		if (!err)
+			err = registry_create(b->reg, KSTR(TXN_STORE_TOPIC), b->cfg.transaction_state_log_num_partitions,
+					      &tc, &t);
+		topic_cfg_release(&tc);
+		if (err) {
+			log_error("cannot create %s: %s", TXN_STORE_TOPIC, strerror(-err));
+			return err;
+		}
+		log_info("created %s with %d partitions", TXN_STORE_TOPIC, t->nparts);
+	}
+	return txn_coord_attach(b->txns, t->parts, t->nparts);
+}
+
+int txns_start(struct broker *b)
+{
+	static const struct txn_coord_ops ops = { h_txn_part, h_txn_new_pid, h_txn_offsets_complete, h_txn_written };
+	struct txn_coord_cfg cfg = {
+		.max_timeout_ms = b->cfg.transaction_max_timeout_ms,
+		.abort_interval_ms = b->cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+	};
+	int err = txn_coord_new(b->loop, &cfg, &ops, b, &b->txns);
+
+	return err ? err : h_txn_attach(b, false);
+}
+
+void txns_stop(struct broker *b)
+{
+	txn_coord_free(b->txns);
+	b->txns = NULL;
+}
+
+/* The shared preamble: the coordinator with __transaction_state open; NULL if it cannot be. */
+static struct txn_coord *h_txn_coord(struct req *rq)
+{
+	struct broker *b = rq->b;
+
+	if (!txn_coord_attached(b->txns) && h_txn_attach(b, true) < 0)
+		return NULL;
+	return txn_coord_attached(b->txns) ? b->txns : NULL;
+}
+
+/* PRODUCER_FENCED only from version fenced_from on (PROTOCOL-NOTES §5.25a). */
+static int16_t h_txn_kerr(const struct req *rq, int16_t err, int16_t fenced_from)
+{
+	if (err == KERR_PRODUCER_FENCED && rq->hdr.api_version < fenced_from)
+		return KERR_INVALID_PRODUCER_EPOCH;
+	return err;
+}
+
+/* Parks the reply until the coordinator's writes are synced. */
+static int h_txn_reply(struct req *rq, park_fail_fn *fail)
+{
+	return park_until_synced(rq, txn_coord_take_ticket(rq->b->txns), fail);
+}
+
+/* ---- InitProducerId (transactional) ---- */
+
+static void h_txn_init_fail(struct req *rq)
+{
+	((struct InitProducerIdResponse *)rq->out)->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+}
+
+int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in, struct InitProducerIdResponse *out)
+{
+	struct txn_coord *tc = h_txn_coord(rq);
+	int64_t pid = -1;
+	int16_t epoch = -1, err;
+
+	out->ProducerId = -1;
+	out->ProducerEpoch = -1;
+	if (!tc) {
+		out->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+		return H_REPLY;
+	}
+	if ((in->ProducerId == -1) != (in->ProducerEpoch == -1)) {
+		out->ErrorCode = KERR_INVALID_REQUEST;
+		return H_REPLY;
+	}
+	err = txn_init_producer(tc, in->TransactionalId, in->TransactionTimeoutMs, in->ProducerId, in->ProducerEpoch,
+				&pid, &epoch);
+	out->ErrorCode = h_txn_kerr(rq, err, 4);
+	if (!err) {
+		out->ProducerId = pid;
+		out->ProducerEpoch = epoch;
+	}
+	log_debug(LOGC_TXN, "txn", "%s: InitProducerId v%d '%.*s' -> id %lld epoch %d error %d", conn_peer(rq->c),
+		  rq->hdr.api_version, in->TransactionalId.len, in->TransactionalId.p, (long long)pid, epoch,
+		  out->ErrorCode);
+	return h_txn_reply(rq, h_txn_init_fail);
+}
+
+/* ---- AddPartitionsToTxn ---- */
+
+static void h_txn_add_parts_fail(struct req *rq)
+{
+	struct AddPartitionsToTxnResponse *resp = rq->out;
+
+	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
+		for (int32_t j = 0; j < resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.n; j++)
+			resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.v[j].PartitionErrorCode =
+				KERR_COORDINATOR_NOT_AVAILABLE;
+}
+
+/* Sets every partition's error to err, except those already carrying one when keep. */
+static void h_txn_add_parts_set(struct AddPartitionsToTxnResponse *resp, int16_t err, bool keep)
+{
+	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
+		for (int32_t j = 0; j < resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.n; j++) {
+			struct AddPartitionsToTxnResponsePartition *p =
+				&resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.v[j];
+
+			if (!keep || !p->PartitionErrorCode)
+				p->PartitionErrorCode = err;
+		}
+}
+
+int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
+{
+	const struct AddPartitionsToTxnRequest *a = in;
+	struct AddPartitionsToTxnResponse *resp = out;
+	struct txn_coord *tc = h_txn_coord(rq);
+	struct txn_tp *tps;
+	int32_t n = 0, total = 0;
+	bool unknown = false;
+	int16_t err;
+
+	resp->ResultsByTopicV3AndBelow.n = a->V3AndBelowTopics.n > 0 ? a->V3AndBelowTopics.n : 0;
+	resp->ResultsByTopicV3AndBelow.v = req_alloc(rq, (size_t)resp->ResultsByTopicV3AndBelow.n,
+						     sizeof(*resp->ResultsByTopicV3AndBelow.v));
+	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
+		total += a->V3AndBelowTopics.v[i].Partitions.n > 0 ? a->V3AndBelowTopics.v[i].Partitions.n : 0;
+	tps = req_alloc(rq, (size_t)total, sizeof(*tps));
+	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++) {
+		const struct AddPartitionsToTxnRequestTopic *it = &a->V3AndBelowTopics.v[i];
+		struct AddPartitionsToTxnResponseTopic *ot = &resp->ResultsByTopicV3AndBelow.v[i];
+		struct topic *t = registry_find(rq->b->reg, it->Name);
+		const char *name = req_cstr(rq, it->Name);
+
+		ot->Name = it->Name;
+		ot->ResultsByPartition.n = it->Partitions.n > 0 ? it->Partitions.n : 0;
+		ot->ResultsByPartition.v = req_alloc(rq, (size_t)ot->ResultsByPartition.n, sizeof(*ot->ResultsByPartition.v));
+		for (int32_t j = 0; j < ot->ResultsByPartition.n; j++) {
+			int32_t p = it->Partitions.v[j];
+
+			ot->ResultsByPartition.v[j].PartitionIndex = p;
+			if (!t || !registry_part(t, p)) {
+				ot->ResultsByPartition.v[j].PartitionErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				unknown = true;
+				continue;
+			}
+			tps[n++] = (struct txn_tp){ (char *)name, p };
+		}
+	}
+	if (!tc) {
+		h_txn_add_parts_set(resp, KERR_COORDINATOR_NOT_AVAILABLE, false);
+		return H_REPLY;
+	}
+	if (unknown) { /* Kafka: nothing is added, the others are not attempted */
+		h_txn_add_parts_set(resp, KERR_OPERATION_NOT_ATTEMPTED, true);
+		return H_REPLY;
+	}
+	err = txn_add_partitions(tc, a->V3AndBelowTransactionalId, a->V3AndBelowProducerId,
+				 a->V3AndBelowProducerEpoch, tps, n);
+	h_txn_add_parts_set(resp, h_txn_kerr(rq, err, 2), false);
+	return h_txn_reply(rq, h_txn_add_parts_fail);
+}
+
+/* ---- AddOffsetsToTxn ---- */
+
+static void h_txn_add_offsets_fail(struct req *rq)
+{
+	((struct AddOffsetsToTxnResponse *)rq->out)->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+}
+
+int h_add_offsets_to_txn(struct req *rq, const void *in, void *out)
+{
+	const struct AddOffsetsToTxnRequest *a = in;
+	struct AddOffsetsToTxnResponse *resp = out;
+	struct txn_coord *tc = h_txn_coord(rq);
+	struct group_coord *gc = groups_coord(rq->b);
+	struct part *gpart;
+	struct txn_tp tp;
+	int16_t err;
+
+	if (!tc || !gc) {
+		resp->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+		return H_REPLY;
+	}
+	if (!a->GroupId.p) {
+		resp->ErrorCode = KERR_INVALID_GROUP_ID;
+		return H_REPLY;
+	}
+	gpart = group_coord_partition(gc, a->GroupId);
+	tp.topic = TXN_GROUP_TOPIC;
+	tp.partition = -1;
+	{
+		struct topic *t = registry_find(rq->b->reg, KSTR(TXN_GROUP_TOPIC));
+
+		for (int32_t p = 0; t && p < t->nparts; p++)
+			if (t->parts[p] == gpart)
+				tp.partition = p;
+	}
+	if (tp.partition < 0) {
+		resp->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+		return H_REPLY;
+	}
+	err = txn_add_partitions(tc, a->TransactionalId, a->ProducerId, a->ProducerEpoch, &tp, 1);
+	resp->ErrorCode = h_txn_kerr(rq, err, 2);
+	return h_txn_reply(rq, h_txn_add_offsets_fail);
+}
+
+/* ---- EndTxn ---- */
+
+static void h_txn_end_fail(struct req *rq)
+{
+	((struct EndTxnResponse *)rq->out)->ErrorCode = KERR_KAFKA_STORAGE_ERROR;
+}
+
+int h_end_txn(struct req *rq, const void *in, void *out)
+{
+	const struct EndTxnRequest *e = in;
+	struct EndTxnResponse *resp = out;
+	struct txn_coord *tc = h_txn_coord(rq);
+	int16_t err;
+
+	if (!tc) {
+		resp->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+		return H_REPLY;
+	}
+	err = txn_end(tc, e->TransactionalId, e->ProducerId, e->ProducerEpoch, e->Committed);
+	resp->ErrorCode = h_txn_kerr(rq, err, 2);
+	log_debug(LOGC_TXN, "txn", "%s: EndTxn v%d '%.*s' %s -> error %d", conn_peer(rq->c), rq->hdr.api_version,
+		  e->TransactionalId.len, e->TransactionalId.p, e->Committed ? "commit" : "abort", resp->ErrorCode);
+	return h_txn_reply(rq, h_txn_end_fail);
+}
+
+/* ---- TxnOffsetCommit ---- */
+
+static void h_txn_commit_set(struct TxnOffsetCommitResponse *resp, int16_t err)
+{
+	for (int32_t i = 0; i < resp->Topics.n; i++)
+		for (int32_t j = 0; j < resp->Topics.v[i].Partitions.n; j++)
+			resp->Topics.v[i].Partitions.v[j].ErrorCode = err;
+}
+
+static void h_txn_commit_fail(struct req *rq)
+{
+	h_txn_commit_set(rq->out, KERR_KAFKA_STORAGE_ERROR);
+}
+
+/* The group to stage into: members are checked when the committer says it is one (v3+). */
+static int16_t h_txn_commit_group(struct group_coord *gc, const struct TxnOffsetCommitRequest *c,
+				  struct group **grp)
+{
+	int16_t err = group_commit_check(gc, c->GroupId, c->MemberId, c->GroupInstanceId, c->GenerationId, grp);
+
+	if (err && c->GenerationId < 0 && (*grp = group_find(gc, c->GroupId)))
+		err = KERR_NONE; /* v0-2 / generation -1: Kafka does not check membership */
+	return err;
+}
+
+int h_txn_offset_commit(struct req *rq, const void *in, void *out)
+{
+	const struct TxnOffsetCommitRequest *c = in;
+	struct TxnOffsetCommitResponse *resp = out;
+	struct txn_coord *tc = h_txn_coord(rq);
+	struct group_coord *gc = groups_coord(rq->b);
+	struct group_offset *offs;
+	struct group *grp = NULL;
+	struct part *part = NULL;
+	int32_t n = 0, total = 0;
+	int16_t err;
+
+	resp->Topics.n = c->Topics.n > 0 ? c->Topics.n : 0;
+	resp->Topics.v = req_alloc(rq, (size_t)resp->Topics.n, sizeof(*resp->Topics.v));
+	for (int32_t i = 0; i < resp->Topics.n; i++) {
+		resp->Topics.v[i].Name = c->Topics.v[i].Name;
+		resp->Topics.v[i].Partitions.n = c->Topics.v[i].Partitions.n > 0 ? c->Topics.v[i].Partitions.n : 0;
+		resp->Topics.v[i].Partitions.v = req_alloc(rq, (size_t)resp->Topics.v[i].Partitions.n,
+							   sizeof(*resp->Topics.v[i].Partitions.v));
+		for (int32_t j = 0; j < resp->Topics.v[i].Partitions.n; j++)
+			resp->Topics.v[i].Partitions.v[j].PartitionIndex = c->Topics.v[i].Partitions.v[j].PartitionIndex;
+		total += resp->Topics.v[i].Partitions.n;
+	}
+	if (!tc || !gc) {
+		h_txn_commit_set(resp, KERR_COORDINATOR_NOT_AVAILABLE);
+		return H_REPLY;
+	}
+	err = txn_verify(tc, c->TransactionalId, c->ProducerId, c->ProducerEpoch, true);
+	if (!err)
+		err = h_txn_commit_group(gc, c, &grp);
+	if (err) {
+		h_txn_commit_set(resp, h_txn_kerr(rq, err, 3));
+		return H_REPLY;
+	}
+	offs = req_alloc(rq, (size_t)total, sizeof(*offs));
+	for (int32_t i = 0; i < resp->Topics.n; i++)
+		for (int32_t j = 0; j < resp->Topics.v[i].Partitions.n; j++) {
+			const struct TxnOffsetCommitRequestPartition *p = &c->Topics.v[i].Partitions.v[j];
+
+			offs[n++] = (struct group_offset){
+				.topic = (char *)req_cstr(rq, c->Topics.v[i].Name),
+				.partition = p->PartitionIndex,
+				.offset = p->CommittedOffset,
+				.leader_epoch = p->CommittedLeaderEpoch,
+				.metadata = (char *)req_cstr(rq, p->CommittedMetadata),
+				.commit_ts_ms = clock_wall_ms(),
+			};
+		}
+	if (n == 0)
+		return H_REPLY;
+	if (group_txn_commit(gc, grp, c->ProducerId, c->ProducerEpoch, offs, n, &part) < 0) {
+		h_txn_commit_set(resp, KERR_COORDINATOR_NOT_AVAILABLE);
+		return H_REPLY;
+	}
+	return park_until_synced(rq, h_txn_written(rq->b, part), h_txn_commit_fail);
+}
+
+/* ---- DescribeTransactions, ListTransactions ---- */
+
+static void h_txn_describe_one(struct req *rq, const struct txn_info *ti,
+			       struct DescribeTransactionsResponseTransactionState *o)
+{
+	int32_t ntopics = 0;
+
+	o->TransactionState = kstr_c(txn_state_name(ti->state));
+	o->TransactionTimeoutMs = ti->timeout_ms;
+	o->TransactionStartTimeMs = ti->start_ms;
+	o->ProducerId = ti->producer_id;
+	o->ProducerEpoch = ti->producer_epoch;
+	o->Topics.v = req_alloc(rq, (size_t)ti->ntps, sizeof(*o->Topics.v));
+	for (int32_t i = 0; i < ti->ntps; i++) { /* one entry per topic, partitions grouped */
+		struct DescribeTransactionsResponseTopic *t = NULL;
+
+		for (int32_t k = 0; k < ntopics && !t; k++)
+			if (kstr_eq_c(o->Topics.v[k].Topic, ti->tps[i].topic))
+				t = &o->Topics.v[k];
+		if (!t) {
+			t = &o->Topics.v[ntopics++];
+			t->Topic = kstr_c(req_cstr(rq, kstr_c(ti->tps[i].topic)));
+			t->Partitions.v = req_alloc(rq, (size_t)ti->ntps, sizeof(int32_t));
+		}
+		t->Partitions.v[t->Partitions.n++] = ti->tps[i].partition;
+	}
+	o->Topics.n = ntopics;
+}
+
+int h_describe_transactions(struct req *rq, const void *in, void *out)
+{
+	const struct DescribeTransactionsRequest *d = in;
+	struct DescribeTransactionsResponse *resp = out;
+	struct txn_coord *tc = h_txn_coord(rq);
+
+	resp->TransactionStates.n = d->TransactionalIds.n > 0 ? d->TransactionalIds.n : 0;
+	resp->TransactionStates.v = req_alloc(rq, (size_t)resp->TransactionStates.n, sizeof(*resp->TransactionStates.v));
+	for (int32_t i = 0; i < resp->TransactionStates.n; i++) {
+		struct DescribeTransactionsResponseTransactionState *o = &resp->TransactionStates.v[i];
+		struct txn_info ti;
+
+		o->TransactionalId = d->TransactionalIds.v[i];
+		o->TransactionState = KSTR("");
+		o->ProducerId = -1;
+		o->ProducerEpoch = -1;
+		o->TransactionStartTimeMs = -1;
+		if (!tc)
+			o->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+		else if (!txn_describe(tc, d->TransactionalIds.v[i], &ti))
+			o->ErrorCode = KERR_TRANSACTIONAL_ID_NOT_FOUND;
+		else
+			h_txn_describe_one(rq, &ti, o);
+	}
+	return H_REPLY;
+}
+
+struct h_txn_list {
+	struct req *rq;
+	const struct ListTransactionsRequest *in;
+	struct ListTransactionsResponse *out;
+	int32_t cap;
+};
+
+static void h_txn_list_one(void *arg, const struct txn_info *ti)
+{
+	struct h_txn_list *l = arg;
+	const struct ListTransactionsRequest *f = l->in;
+	struct ListTransactionsResponseTransactionState *o;
+	bool ok = f->StateFilters.n <= 0 && f->ProducerIdFilters.n <= 0;
+
+	for (int32_t i = 0; !ok && i < f->StateFilters.n; i++)
+		ok = kstr_eq_c(f->StateFilters.v[i], txn_state_name(ti->state));
+	if (f->StateFilters.n > 0 && !ok)
+		return;
+	ok = f->ProducerIdFilters.n <= 0;
+	for (int32_t i = 0; !ok && i < f->ProducerIdFilters.n; i++)
+		ok = f->ProducerIdFilters.v[i] == ti->producer_id;
+	if (!ok)
+		return;
+	if (l->out->TransactionStates.n == l->cap) {
+		int32_t cap = l->cap ? l->cap * 2 : 16;
+		void *v = req_alloc(l->rq, (size_t)cap, sizeof(*o));
+
+		if (l->cap)
+			memcpy(v, l->out->TransactionStates.v, (size_t)l->cap * sizeof(*o));
+		l->out->TransactionStates.v = v;
+		l->cap = cap;
+	}
+	o = &l->out->TransactionStates.v[l->out->TransactionStates.n++];
+	o->TransactionalId = kstr_c(req_cstr(l->rq, kstr_c(ti->id)));
+	o->ProducerId = ti->producer_id;
+	o->TransactionState = kstr_c(txn_state_name(ti->state));
+}
+
+int h_list_transactions(struct req *rq, const void *in, void *out)
+{
+	const struct ListTransactionsRequest *f = in;
+	struct ListTransactionsResponse *resp = out;
+	struct h_txn_list l = { rq, f, resp, 0 };
+	struct txn_coord *tc = h_txn_coord(rq);
+	int32_t unknown = 0;
+
+	resp->UnknownStateFilters.v = req_alloc(rq, (size_t)(f->StateFilters.n > 0 ? f->StateFilters.n : 0),
+						sizeof(*resp->UnknownStateFilters.v));
+	for (int32_t i = 0; i < f->StateFilters.n; i++) {
+		bool known = false;
+
+		for (int s = 0; s < TXN_STATE_COUNT && !known; s++)
+			known = kstr_eq_c(f->StateFilters.v[i], txn_state_name((enum txn_state)s));
+		if (!known)
+			resp->UnknownStateFilters.v[unknown++] = f->StateFilters.v[i];
+	}
+	resp->UnknownStateFilters.n = unknown;
+	resp->TransactionStates.n = 0;
+	if (!tc) {
+		resp->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+		return H_REPLY;
+	}
+	txn_coord_each(tc, h_txn_list_one, &l);
+	return H_REPLY;
+}

@@ -1,0 +1,119 @@
+/*
+ * txn.h - the transaction coordinator: transactional.id -> producer id and
+ * epoch, the state of each id's current transaction, its partitions, the
+ * COMMIT/ABORT markers, timeouts, and persistence in __transaction_state
+ * (txn_store.h).
+ *
+ * The coordinator knows nothing of sockets, requests or the topic
+ * registry: it reaches partitions, producer ids and the group
+ * coordinator through txn_coord_ops.  Calls answer with a Kafka error
+ * code (KERR_*); KERR_PRODUCER_FENCED is returned for every stale epoch
+ * and the caller rewrites it to INVALID_PRODUCER_EPOCH for request
+ * versions that predate it (PROTOCOL-NOTES §5.25a).
+ *
+ * Every state change is appended to __transaction_state before it is
+ * acted on; markers are appended synchronously (the event loop owns every
+ * partition), so a transaction leaves PrepareCommit/PrepareAbort within
+ * the call that entered it, except across a crash: txn_coord_attach()
+ * finishes those on start-up.  The state machine is drawn in txn.c.
+ *
+ * One event-loop thread calls everything; the timeout timer runs on it.
+ */
+#ifndef GREGOR_COORD_TXN_H
+#define GREGOR_COORD_TXN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coord/txn_store.h"
+#include "net/loop.h"
+#include "util/buf.h"
+
+/* Kafka's TransactionState ids (also the transaction_status byte in the log). */
+enum txn_state {
+	TXN_EMPTY = 0,
+	TXN_ONGOING = 1,
+	TXN_PREPARE_COMMIT = 2,
+	TXN_PREPARE_ABORT = 3,
+	TXN_COMPLETE_COMMIT = 4,
+	TXN_COMPLETE_ABORT = 5,
+	TXN_DEAD = 6,
+	TXN_PREPARE_EPOCH_FENCE = 7,
+};
+#define TXN_STATE_COUNT 8
+
+struct part;
+struct txn;
+struct txn_coord;
+
+struct txn_coord_ops {
+	/* The partition to write a marker to; NULL if it no longer exists. */
+	struct part *(*part)(void *arg, const char *topic, int32_t partition);
+	/* A new, never used producer id (OUT *id).  0 or -errno. */
+	int (*new_producer_id)(void *arg, int64_t *id);
+	/* Staged TxnOffsetCommit offsets of producer_id: make visible (commit) or drop. */
+	void (*offsets_complete)(void *arg, int64_t producer_id, bool commit);
+	/* part was appended to: returns the fsync ticket covering it (0 = none needed). */
+	uint64_t (*written)(void *arg, struct part *part);
+};
+
+struct txn_coord_cfg {
+	int32_t max_timeout_ms;      /* transaction.max.timeout.ms */
+	int32_t abort_interval_ms;   /* transaction.abort.timed.out.transaction.cleanup.interval.ms */
+};
+
+/* What DescribeTransactions / ListTransactions report; views valid until the next change. */
+struct txn_info {
+	const char *id;
+	enum txn_state state;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	int32_t timeout_ms;
+	int64_t start_ms;            /* -1 when no transaction */
+	const struct txn_tp *tps;
+	int32_t ntps;
+};
+
+int txn_coord_new(struct loop *loop, const struct txn_coord_cfg *cfg, const struct txn_coord_ops *ops,
+		  void *arg, struct txn_coord **out);
+void txn_coord_free(struct txn_coord *tc);
+/*
+ * Uses the partitions of __transaction_state (borrowed), replays them and
+ * finishes every transaction left in PrepareCommit/PrepareAbort.  0 or -errno.
+ */
+int txn_coord_attach(struct txn_coord *tc, struct part **parts, int32_t nparts);
+bool txn_coord_attached(const struct txn_coord *tc);
+
+/*
+ * The fsync ticket covering everything written since the last call (0 if
+ * nothing needs a sync); resets it.  Callers park their reply on it.
+ */
+uint64_t txn_coord_take_ticket(struct txn_coord *tc);
+
+const char *txn_state_name(enum txn_state st); /* Kafka's names: "Ongoing" ... */
+
+/*
+ * InitProducerId with a transactional id.  producer_id/epoch: the
+ * caller's current ones (v3+) or -1/-1.  An open transaction of the id is
+ * aborted (epoch fenced) first.  OUT *pid, *epoch.
+ */
+int16_t txn_init_producer(struct txn_coord *tc, struct kstr id, int32_t timeout_ms, int64_t producer_id,
+			  int16_t producer_epoch, int64_t *pid, int16_t *epoch);
+/* AddPartitionsToTxn (each partition already known to exist); starts the transaction. */
+int16_t txn_add_partitions(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch,
+			   const struct txn_tp *tps, int32_t n);
+/* Checks id/producer/epoch without changing anything (AddPartitionsToTxn preamble, TxnOffsetCommit). */
+int16_t txn_verify(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch,
+		   bool need_ongoing);
+/* EndTxn: PrepareCommit/PrepareAbort, markers, CompleteCommit/CompleteAbort. */
+int16_t txn_end(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch, bool commit);
+
+/* DescribeTransactions: false if the id is unknown. */
+bool txn_describe(struct txn_coord *tc, struct kstr id, struct txn_info *out);
+/* Every transactional id, in no particular order: calls fn for each. */
+void txn_coord_each(struct txn_coord *tc, void (*fn)(void *arg, const struct txn_info *ti), void *arg);
+
+/* Aborts transactions past their timeout (also the coordinator's own timer). */
+void txn_coord_abort_timed_out(struct txn_coord *tc, int64_t now_wall_ms);
+
+#endif

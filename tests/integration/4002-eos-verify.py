@@ -1,0 +1,148 @@
+"""eos-verify: the exactly-once verifier of issue 5.
+
+Produces N numbered messages (EOS_VERIFY_MESSAGES, default 20000; the issue's
+full run is EOS_VERIFY_MESSAGES=100000) to a 6-partition source, runs
+examples/eos-copier and kills it with SIGKILL at random moments (>= 10 times,
+EOS_VERIFY_KILLS), restarting it each time, and restarts the broker with
+kill -9 twice during the run.  Then reads the sink with read_committed and
+checks every input appears exactly once, upper-cased, in order per source
+partition, printing expected / seen / duplicates / missing; a read_uncommitted
+reader must see aborted duplicates (so the isolation level is what matters)."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from gregor import Broker, eq, check, log, main  # noqa: E402
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+N = int(os.environ.get("EOS_VERIFY_MESSAGES", "20000"))
+KILLS = int(os.environ.get("EOS_VERIFY_KILLS", "10"))
+PARTS = 6
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+COPIER = os.path.join(ROOT, os.environ.get("BUILD", "build"), "bin", "eos-copier")
+PROPS = {
+    "transaction.state.log.num.partitions": "3",
+    "offsets.topic.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+}
+
+
+def produce_source(b, topic):
+    p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 20})
+    for i in range(N):
+        while True:
+            try:
+                p.produce(topic, value=b"msg-%07d" % i, partition=i % PARTS)
+                break
+            except BufferError:
+                p.poll(0.1)
+    eq(p.flush(60), 0, "source messages left unflushed")
+
+
+def read_sink(b, topic, isolation, want, timeout_s=60):
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "verify-%s" % isolation,
+                  "isolation.level": isolation, "enable.auto.commit": False,
+                  "enable.partition.eof": True, "fetch.wait.max.ms": 100})
+    c.assign([TopicPartition(topic, p, 0) for p in range(PARTS)])
+    got = {p: [] for p in range(PARTS)}
+    eofs, total = set(), 0
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and (len(eofs) < PARTS or total < want):
+        for m in c.consume(1000, 0.5):
+            if m.error():
+                if m.error().code() == -191:
+                    eofs.add(m.partition())
+                    continue
+                raise KafkaException(m.error())
+            eofs.discard(m.partition())
+            got[m.partition()].append(m.value().decode())
+            total += 1
+    c.close()
+    return got
+
+
+def start_copier(b, src, sink):
+    return subprocess.Popen([COPIER, "--bootstrap-server", b.bootstrap, "--from", src, "--to", sink,
+                             "--group", "eos-copier", "--transactional-id", "eos-copier-1",
+                             "--txn-messages", "300", "--txn-ms", "100",
+                             "--transaction-timeout-ms", "10000", "--idle-exit-ms", "4000"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def verify(got):
+    seen = dups = order_bad = bad_case = 0
+    count = {}
+    for p, vals in got.items():
+        last = -1
+        for v in vals:
+            seen += 1
+            if not v.startswith("MSG-"):
+                bad_case += 1
+                continue
+            i = int(v[4:])
+            count[i] = count.get(i, 0) + 1
+            if count[i] > 1:
+                dups += 1
+            if i % PARTS != p or i <= last:
+                order_bad += 1
+            last = max(last, i)
+    missing = sum(1 for i in range(N) if i not in count)
+    return seen, dups, missing, order_bad, bad_case
+
+
+def test():
+    check(os.access(COPIER, os.X_OK), "eos-copier is built at %s" % COPIER)
+    random.seed(int(os.environ.get("EOS_VERIFY_SEED", str(os.getpid()))))
+    with Broker(props=PROPS) as b:
+        src, sink = "eos-source", "eos-sink"
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        for t in (src, sink):
+            admin.create_topics([NewTopic(t, num_partitions=PARTS, replication_factor=1)])[t].result(30)
+        t0 = time.time()
+        produce_source(b, src)
+        log("produced %d source messages in %.1fs" % (N, time.time() - t0))
+
+        broker_kills = {KILLS // 3, (2 * KILLS) // 3}
+        for k in range(KILLS):
+            cp = start_copier(b, src, sink)
+            time.sleep(random.uniform(0.5, 2.0))
+            cp.send_signal(signal.SIGKILL)
+            cp.wait()
+            if k in broker_kills:
+                b.kill9()
+                b.start()
+                log("copier kill %d: broker kill -9 and restart" % (k + 1))
+        log("%d copier kills done; running it to the end" % KILLS)
+        for attempt in range(5):
+            cp = start_copier(b, src, sink)
+            try:
+                _, err = cp.communicate(timeout=180)
+            except subprocess.TimeoutExpired:
+                cp.kill()
+                _, err = cp.communicate()
+            if cp.returncode != 0:
+                log("copier exit %d: %s" % (cp.returncode, err.decode(errors="replace")[-2000:]))
+            got = read_sink(b, sink, "read_committed", N, 20)
+            if sum(len(v) for v in got.values()) >= N:
+                break
+        seen, dups, missing, order_bad, bad_case = verify(got)
+        log("read_committed: expected %d, seen %d, duplicates %d, missing %d, out of order %d, not upper-case %d"
+            % (N, seen, dups, missing, order_bad, bad_case))
+        unc = read_sink(b, sink, "read_uncommitted", N, 20)
+        useen, udups, umissing, _, _ = verify(unc)
+        log("read_uncommitted: seen %d, duplicates %d, missing %d" % (useen, udups, umissing))
+        eq((seen, dups, missing, order_bad, bad_case), (N, 0, 0, 0, 0),
+           "(seen, duplicates, missing, out of order, bad case)")
+        check(udups > 0, "read_uncommitted shows the aborted duplicates")
+        log("total %.1fs" % (time.time() - t0))
+
+
+main(test)
