@@ -13,7 +13,7 @@
  * same --transactional-id fenced this one) ends the program with exit 1.
  *
  *   eos-copier --bootstrap-server H:P --from A --to B --group G --transactional-id T
- *              [--txn-messages 500] [--txn-ms 100] [--idle-exit-ms 0]
+ *              [--txn-messages 500] [--txn-ms 100] [--idle-exit-ms 0] [--session-timeout-ms 10000]
  */
 #include <ctype.h>
 #include <signal.h>
@@ -39,6 +39,7 @@ static const struct opt_def copier_defs[] = {
 	{ "txn-ms", true, false, "<ms>", "Longest time a transaction stays open (default 100)." },
 	{ "transaction-timeout-ms", true, false, "<ms>", "transaction.timeout.ms (default 10000)." },
 	{ "idle-exit-ms", true, false, "<ms>", "Exit 0 after this long without input (default 0: never)." },
+	{ "session-timeout-ms", true, false, "<ms>", "The consumer's session.timeout.ms (default 10000)." },
 	{ NULL },
 };
 
@@ -248,7 +249,9 @@ int main(int argc, char **argv)
 		rd_kafka_conf_t *conf = rd_kafka_conf_new();
 		char err[512];
 		const char *kv[] = { "bootstrap.servers", bs, "group.id", group, "enable.auto.commit", "false",
-				     "auto.offset.reset", "earliest", "isolation.level", "read_committed", NULL };
+				     "auto.offset.reset", "earliest", "isolation.level", "read_committed",
+				     "session.timeout.ms", opt_str(o, "session-timeout-ms", "10000"),
+				     "heartbeat.interval.ms", "1000", NULL };
 
 		for (int i = 0; kv[i]; i += 2)
 			if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], err, sizeof(err)) != RD_KAFKA_CONF_OK)

@@ -17,10 +17,11 @@
  * advertise JoinGroup (Gregor before its group coordinator lands) would
  * leave librdkafka looking for a coordinator forever, so the tool asks the
  * bootstrap broker for its ApiVersions first and, without group support,
- * assigns every partition of the topic itself (from the earliest offset,
- * or the latest with --from-latest) and says so on stderr. --assign forces
- * that mode (Gregor extension; bench/compare uses it against both brokers
- * so they serve the same fetch path).
+ * reads every partition of the topic itself with the simple-consumer API
+ * (from the earliest offset, or the latest with --from-latest; no group.id,
+ * no commits) and says so on stderr. --assign forces that mode (Gregor
+ * extension; bench/compare uses it against both brokers so they serve the
+ * same fetch path and nothing else).
  *
  * Records are taken with rd_kafka_consume_batch_queue() (up to 1000 at a
  * time), which is what keeps a C consumer from being the bottleneck; the
@@ -145,16 +146,17 @@ static int connect_first(const char *bootstrap, int timeout_ms)
 	if (getaddrinfo(host, port, &hints, &ai) != 0)
 		return -1;
 	fd = socket(ai->ai_family, SOCK_STREAM, 0);
-	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(ai);
 	if (fd >= 0) {
+		/* SO_SNDTIMEO also bounds connect() on Linux. */
 		struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+			close(fd);
+			fd = -1;
+		}
 	}
+	freeaddrinfo(ai);
 	return fd;
 }
 
@@ -251,30 +253,43 @@ static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
 	return 1; /* we keep json */
 }
 
-/* Assigns every partition of the topic (metadata bounded by the timeout). */
-static void assign_all(rd_kafka_t *rk, const struct config *c)
+/* --assign: starts every partition of the topic on one queue with the
+ * simple-consumer API, so no group.id, no coordinator and no offset commits
+ * are involved (the broker serves Metadata, ListOffsets and Fetch only).
+ * Returns the queue; *parts_out gets the partition list to stop. */
+static rd_kafka_queue_t *assign_all(rd_kafka_t *rk, const struct config *c, rd_kafka_topic_t **rkt_out,
+				    int *parts_out)
 {
 	const struct rd_kafka_metadata *md;
 	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, c->topic, NULL);
 	rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, kafka_timeout_ms());
+	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
 
 	if (err)
 		kafka_die("cannot get metadata for topic \"%s\": %s", c->topic, kafka_err_name(err));
 	if (md->topic_cnt != 1 || md->topics[0].err)
 		kafka_die("topic \"%s\": %s", c->topic,
 			  kafka_err_name(md->topic_cnt ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART));
-	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
-	for (int i = 0; i < md->topics[0].partition_cnt; i++)
-		rd_kafka_topic_partition_list_add(parts, c->topic, md->topics[0].partitions[i].id)->offset =
-			c->from_latest ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
-	rd_kafka_metadata_destroy(md);
-	rd_kafka_topic_destroy(rkt);
-	err = rd_kafka_assign(rk, parts);
-	if (err)
-		kafka_die("cannot assign partitions: %s", kafka_err_name(err));
-	prog_state.assigned = parts->cnt;
+	for (int i = 0; i < md->topics[0].partition_cnt; i++) {
+		if (rd_kafka_consume_start_queue(rkt, md->topics[0].partitions[i].id,
+						 c->from_latest ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING,
+						 q) != 0)
+			kafka_die("cannot start partition %d: %s", md->topics[0].partitions[i].id,
+				  kafka_err_name(rd_kafka_last_error()));
+	}
+	*parts_out = md->topics[0].partition_cnt;
+	*rkt_out = rkt;
+	prog_state.assigned = *parts_out;
 	prog_state.join_ms = prog_state.join_ms_round = wall_ms() - prog_state.join_start_ms;
-	rd_kafka_topic_partition_list_destroy(parts);
+	rd_kafka_metadata_destroy(md);
+	return q;
+}
+
+static void assign_stop(rd_kafka_topic_t *rkt, int parts)
+{
+	for (int i = 0; i < parts; i++)
+		rd_kafka_consume_stop(rkt, i);
+	rd_kafka_topic_destroy(rkt);
 }
 
 static void print_detailed(struct progress *ps, int64_t now_ms)
@@ -298,10 +313,12 @@ static void print_detailed(struct progress *ps, int64_t now_ms)
 	ps->last_bytes = ps->bytes;
 }
 
-static void consume(rd_kafka_t *rk, const struct config *c)
+/* Reads records from q until --messages or --timeout. In --assign mode
+ * (no group, so the main queue is not forwarded) it also serves the main
+ * queue's error and statistics callbacks with rd_kafka_poll(). */
+static void consume(rd_kafka_t *rk, rd_kafka_queue_t *q, const struct config *c)
 {
 	struct progress *ps = &prog_state;
-	rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
 	rd_kafka_message_t *batch[BATCH_MAX];
 	int64_t now = wall_ms(), last_consumed = now;
 
@@ -332,8 +349,9 @@ static void consume(rd_kafka_t *rk, const struct config *c)
 			}
 			rd_kafka_message_destroy(m);
 		}
+		if (c->assign)
+			rd_kafka_poll(rk, 0);
 	}
-	rd_kafka_queue_destroy(q);
 	if (ps->msgs < c->messages)
 		printf("WARNING: Exiting before consuming the expected number of messages: timeout (%lld ms) "
 		       "exceeded. You can use the --timeout option to increase the timeout.\n",
@@ -380,7 +398,7 @@ static rd_kafka_conf_t *build_conf(const struct opts *o, const struct config *c)
 	kafka_conf_apply(conf, o, "consumer.config", NULL);
 	/* Kafka sets these over whatever the file says. */
 	if (kafka_conf_set(conf, "bootstrap.servers", c->bootstrap) != 0 ||
-	    kafka_conf_set(conf, "group.id", c->group) != 0 ||
+	    (!c->assign && kafka_conf_set(conf, "group.id", c->group) != 0) ||
 	    kafka_conf_set(conf, "socket.receive.buffer.bytes", opt_str(o, "socket-buffer-size", "2097152")) != 0 ||
 	    kafka_conf_set(conf, "max.partition.fetch.bytes", opt_str(o, "fetch-size", "1048576")) != 0 ||
 	    kafka_conf_set(conf, "auto.offset.reset", c->from_latest ? "latest" : "earliest") != 0 ||
@@ -416,25 +434,23 @@ int main(int argc, char **argv)
 	struct opts *o = opts_parse(&cmd, argc, argv);
 
 	parse_config(o, &c);
-	rd_kafka_conf_t *conf = build_conf(o, &c);
-	if (!c.assign)
-		rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
-	else if (kafka_conf_set(conf, "enable.auto.commit", "false") != 0)
-		exit(2);
-	rd_kafka_t *rk = kafka_new(RD_KAFKA_CONSUMER, conf);
-	if (kafka_wait_broker(rk) != 0)
-		exit(1);
-	if (!c.assign && !broker_has_groups(c.bootstrap, kafka_timeout_ms())) {
+	rd_kafka_topic_t *rkt = NULL;
+	rd_kafka_queue_t *q;
+	int parts = 0;
+
+	if (!c.assign && !broker_has_groups(c.bootstrap, (int)(c.timeout_ms > 0 ? c.timeout_ms : 1))) {
 		fprintf(stderr, "%s: the broker does not support consumer groups (no JoinGroup); "
 				"assigning all partitions of \"%s\" directly\n", PROG, c.topic);
 		c.assign = true;
-		rd_kafka_destroy(rk);
-		conf = build_conf(o, &c);
-		if (kafka_conf_set(conf, "enable.auto.commit", "false") != 0)
-			exit(2);
-		rk = kafka_new(RD_KAFKA_CONSUMER, conf);
 	}
-	rd_kafka_poll_set_consumer(rk);
+	rd_kafka_conf_t *conf = build_conf(o, &c);
+	if (!c.assign)
+		rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+	rd_kafka_t *rk = kafka_new(RD_KAFKA_CONSUMER, conf);
+	if (kafka_wait_broker(rk) != 0)
+		exit(1);
+	if (!c.assign)
+		rd_kafka_poll_set_consumer(rk);
 
 	if (!opt_has(o, "hide-header"))
 		printf("%s, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, "
@@ -442,8 +458,9 @@ int main(int argc, char **argv)
 		       c.detailed ? "time, threadId" : "start.time, end.time");
 	prog_state.start_ms = prog_state.join_start_ms = wall_ms();
 	if (c.assign) {
-		assign_all(rk, &c);
+		q = assign_all(rk, &c, &rkt, &parts);
 	} else {
+		q = rd_kafka_queue_get_consumer(rk);
 		rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
 		rd_kafka_topic_partition_list_add(topics, c.topic, RD_KAFKA_PARTITION_UA);
 		rd_kafka_resp_err_t err = rd_kafka_subscribe(rk, topics);
@@ -451,14 +468,18 @@ int main(int argc, char **argv)
 		if (err)
 			kafka_die("cannot subscribe to \"%s\": %s", c.topic, kafka_err_name(err));
 	}
-	consume(rk, &c);
+	consume(rk, q, &c);
 	int64_t end_ms = wall_ms();
+	rd_kafka_queue_destroy(q);
+	if (c.assign)
+		assign_stop(rkt, parts);
 	if (!c.detailed)
 		print_summary(&prog_state, end_ms);
 	if (c.print_metrics && last_stats_json)
 		printf("%s\n", last_stats_json);
 	fflush(stdout);
-	rd_kafka_consumer_close(rk);
+	if (!c.assign)
+		rd_kafka_consumer_close(rk);
 	rd_kafka_destroy(rk);
 	free(last_stats_json);
 	opts_free(o);

@@ -76,7 +76,7 @@ static void fetch_aborted(struct req *rq, struct part *part, int64_t from, int64
 		return;
 	n = n < FETCH_ABORTED_MAX ? n : FETCH_ABORTED_MAX;
 	e = req_alloc(rq, (size_t)n, sizeof(*e));
-	n = txnidx_collect(part, from, upper, e, n) < n ? txnidx_collect(part, from, upper, e, n) : n;
+	txnidx_collect(part, from, upper, e, n);
 	out->AbortedTransactions.v = req_alloc(rq, (size_t)n, sizeof(*out->AbortedTransactions.v));
 	for (int i = 0; i < n; i++) {
 		out->AbortedTransactions.v[i].ProducerId = e[i].producer_id;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "log/partition.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define CHECKPOINT_FILE "recovery-point-offset-checkpoint"
@@ -551,6 +552,7 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 	char marker[PATH_MAX];
 	bool clean;
 	int err, nparts = 0;
+	int64_t t0 = clock_mono_ms();
 
 	if (!reg)
 		return -ENOMEM;
@@ -579,8 +581,9 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 	unlink(marker); /* from now on a crash must be recovered from */
 	for (int i = 0; i < reg->ntopics; i++)
 		nparts += reg->topics[i]->nparts;
-	log_info("loaded %d topics with %d partitions from '%s'%s", reg->ntopics, nparts, reg->dir,
-		 !nparts ? "" : clean ? " (clean shutdown, no recovery needed)" : " (recovered after an unclean shutdown)");
+	log_info("loaded %d topics with %d partitions from '%s'%s in %lld ms", reg->ntopics, nparts, reg->dir,
+		 !nparts ? "" : clean ? " (clean shutdown, no recovery needed)" : " (recovered after an unclean shutdown)",
+		 (long long)(clock_mono_ms() - t0));
 	*out = reg;
 	return 0;
 }

@@ -69,11 +69,19 @@ def read_sink(b, topic, isolation, want, timeout_s=60):
     return got
 
 
+def sink_hw(b, sink):
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "hw", "isolation.level": "read_uncommitted"})
+    n = sum(c.get_watermark_offsets(TopicPartition(sink, p), timeout=10, cached=False)[1] for p in range(PARTS))
+    c.close()
+    return n
+
+
 def start_copier(b, src, sink):
     return subprocess.Popen([COPIER, "--bootstrap-server", b.bootstrap, "--from", src, "--to", sink,
                              "--group", "eos-copier", "--transactional-id", "eos-copier-1",
-                             "--txn-messages", "300", "--txn-ms", "100",
-                             "--transaction-timeout-ms", "10000", "--idle-exit-ms", "4000"],
+                             "--txn-messages", "200", "--txn-ms", "100",
+                             "--transaction-timeout-ms", "10000", "--idle-exit-ms", "4000",
+                             "--session-timeout-ms", "6000"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -112,8 +120,12 @@ def test():
 
         broker_kills = {KILLS // 3, (2 * KILLS) // 3}
         for k in range(KILLS):
+            before = sink_hw(b, sink)
             cp = start_copier(b, src, sink)
-            time.sleep(random.uniform(0.5, 2.0))
+            deadline = time.time() + 20
+            while time.time() < deadline and sink_hw(b, sink) <= before and cp.poll() is None:
+                time.sleep(0.05)  # kill while it is copying, so transactions are open
+            time.sleep(random.uniform(0.0, 0.2))
             cp.send_signal(signal.SIGKILL)
             cp.wait()
             if k in broker_kills:

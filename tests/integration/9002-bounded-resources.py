@@ -20,6 +20,7 @@ from gregor import Broker, check, eq, log, main  # noqa: E402
 
 SAN = "san" in os.environ.get("BUILD", "") or "san" in os.environ.get("GREGOR_BIN", "")
 RSS_BOUND_MB = 256 * (3 if SAN else 1)
+LAT_MAX_S = 8.0 if SAN else 3.0
 LONG = os.environ.get("GREGOR_HARD_LONG") == "1"
 TOPIC = "hard"
 
@@ -63,7 +64,7 @@ class Watch:
             % (what, self.peak, RSS_BOUND_MB, self.worst))
         eq(self.errors, [], "%s: control client errors" % what)
         check(self.peak < RSS_BOUND_MB, "%s: RSS %d MiB < %d MiB" % (what, self.peak, RSS_BOUND_MB))
-        check(self.worst < 3.0, "%s: control round trip %.2fs < 3s" % (what, self.worst))
+        check(self.worst < LAT_MAX_S, "%s: control round trip %.2fs < %.0fs" % (what, self.worst, LAT_MAX_S))
 
 
 def control(port):
@@ -160,7 +161,8 @@ def test():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard < 5000:
         log("skipped: RLIMIT_NOFILE hard limit %d < 5000" % hard)
-        sys.exit(77)
+        sys.stdout.flush()
+        os._exit(77)  # gregor.main() would turn SystemExit into a failure
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     secs = 30 if LONG else 4
     with Broker(overrides={"queued.max.request.bytes": str(64 << 20), "num.partitions": "1",
