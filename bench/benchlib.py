@@ -24,6 +24,7 @@ BUILD = os.environ.get("BUILD", "build-perf")
 BIN = os.path.join(ROOT, BUILD, "bin")
 PRODUCER = os.path.join(BIN, "gregor-producer-perf-test")
 CONSUMER = os.path.join(BIN, "gregor-consumer-perf-test")
+TOPICS = os.path.join(BIN, "gregor-topics")
 GREGOR = os.environ.get("GREGOR_BIN") or os.path.join(BIN, "gregor")
 MOCK = os.path.join(BIN, "mock-cluster")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -47,6 +48,7 @@ def build():
         targets.append(os.path.join(BUILD, "bin", "gregor"))
     if os.environ.get("BENCH_NO_BUILD") != "1":
         p = subprocess.run(["make", "-s", "-C", ROOT, "BUILD=" + BUILD] + targets)
+        subprocess.run(["make", "-s", "-C", ROOT, "BUILD=" + BUILD, os.path.join(BUILD, "bin", "gregor-topics")])
         if p.returncode != 0:
             if not all(os.path.exists(os.path.join(ROOT, t)) for t in targets):
                 raise SystemExit("build failed")
@@ -145,8 +147,18 @@ class Gregor:
     def pid(self):
         return self.proc.pid
 
-    def prepare_topic(self, topic, partitions):
-        pass  # auto-created with num.partitions
+    def create_topic(self, topic, partitions):
+        """Creates the topic before anything is timed, as Kafka's recipe does
+        (kafka-topics.sh --create, then the perf test): with gregor-topics,
+        or else by auto-creating it with one 1-byte record."""
+        if os.path.exists(TOPICS):
+            p = subprocess.run([TOPICS, "--bootstrap-server", self.bootstrap, "--create", "--topic", topic,
+                                "--partitions", str(partitions)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if p.returncode == 0:
+                return 0
+            log("gregor-topics failed (%s); auto-creating %s" % (p.stderr.decode().strip(), topic))
+        produce(self.bootstrap, topic, 1, 1)
+        return 1
 
     def stop(self):
         if self.proc.poll() is None:

@@ -212,7 +212,8 @@ int main(int argc, char **argv)
 	{
 		const char *kv[] = { "bootstrap.servers", opt_str(o, "bootstrap-server", NULL), "group.id", sink_group,
 				     "enable.auto.commit", "false", "enable.auto.offset.store", "false",
-				     "auto.offset.reset", "earliest", NULL };
+				     "auto.offset.reset", "earliest", "session.timeout.ms", "6000",
+				     "heartbeat.interval.ms", "1000", NULL };
 
 		for (int i = 0; kv[i]; i += 2)
 			if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], err, sizeof(err)) != RD_KAFKA_CONF_OK)

@@ -6,6 +6,7 @@ reads the committed offsets back (OffsetFetch) with their metadata."""
 
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -37,11 +38,18 @@ def test():
         c1 = KafkaConsumer(TOPIC, client_id="kp-1", **conf)
         c2 = KafkaConsumer(TOPIC, client_id="kp-2", **conf)
         got = {c1: [], c2: []}
+        stop = threading.Event()
+
+        def run(c):  # kafka-python joins inside poll(): one thread per consumer
+            while not stop.is_set():
+                for tp, msgs in c.poll(timeout_ms=100).items():
+                    got[c].extend((tp.partition, m.offset, m.value.decode()) for m in msgs)
+
+        threads = [threading.Thread(target=run, args=(c,), daemon=True) for c in (c1, c2)]
+        for t in threads:
+            t.start()
         deadline = time.monotonic() + 60
         while True:
-            for c in (c1, c2):
-                for tp, msgs in c.poll(timeout_ms=100).items():
-                    got[c] += [(tp.partition, m.offset, m.value.decode()) for m in msgs]
             a1 = sorted(tp.partition for tp in c1.assignment())
             a2 = sorted(tp.partition for tp in c2.assignment())
             total = len(got[c1]) + len(got[c2])
@@ -49,6 +57,11 @@ def test():
                 break
             check(time.monotonic() < deadline, "2 x 2 assignment and %d messages (got %r %r, %d msgs)"
                   % (4 * N, a1, a2, total))
+            time.sleep(0.1)
+        time.sleep(1.0)  # a duplicate would arrive now
+        stop.set()
+        for t in threads:
+            t.join(10)
         eq(sorted(a1 + a2), [0, 1, 2, 3], "assignments")
         every = sorted(got[c1] + got[c2])
         eq(every, sorted((p, i, "%d-%d" % (p, i)) for p in range(4) for i in range(N)),

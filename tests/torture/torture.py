@@ -11,6 +11,10 @@ message acknowledged before the kill is present exactly once, in order,
 and no consumer ever sees a corrupt batch (check.crcs).
 
 Prints per cycle and at the end:  acknowledged N found N lost N duplicated N
+--transactional: a transactional producer (1..20 messages per transaction)
+instead; committed transactions must show exactly once, aborted ones never
+(read_committed).  "duplicated" then also counts visible aborted messages.
+
 Exit 0 if nothing was lost, duplicated or reordered; 1 otherwise.
 
     /usr/bin/python3 tests/torture/torture.py                 # 20 kills, ~1 min
@@ -21,7 +25,7 @@ import argparse, glob, os, random, sys, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from gregor import Broker, log  # noqa: E402
-from confluent_kafka import Consumer, Producer, TopicPartition, KafkaException  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 
 TOPIC = "torture"
 
@@ -70,10 +74,72 @@ class Writer:
         self.p.flush(30)
 
 
+class TxnWriter(Writer):
+    """Transactional producer: transactions of 1..20 messages; a message counts
+    as acknowledged once commit_transaction() returned.  Messages of a
+    transaction whose commit failed are 'uncertain' (may or may not show)."""
+
+    def __init__(self, bootstrap, idempotent):
+        self.p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "torture-txn",
+                           "transaction.timeout.ms": 60000, "message.timeout.ms": 60000,
+                           "retry.backoff.ms": 50, "reconnect.backoff.max.ms": 200,
+                           "socket.timeout.ms": 3000})
+        self.acked, self.failed, self.next, self.fatal = set(), 0, 0, None
+        self.uncertain = set()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        try:
+            self.p.init_transactions(60)
+        except KafkaException as e:
+            self.fatal = "init_transactions: %s" % e
+            return
+        while not self.stop.is_set():
+            batch = []
+            try:
+                self.p.begin_transaction()
+                for _ in range(random.randint(1, 20)):
+                    self.p.produce(TOPIC, value=b"m:%d:" % self.next, partition=0)
+                    batch.append(self.next)
+                    self.next += 1
+                self.p.commit_transaction(30)
+                with self.lock:
+                    self.acked.update(batch)
+            except KafkaException as e:
+                err = e.args[0]
+                with self.lock:
+                    self.uncertain.update(batch)
+                    self.failed += 1
+                if err.fatal():
+                    self.fatal = str(err)
+                    return
+                try:
+                    if err.txn_requires_abort():
+                        self.p.abort_transaction(30)
+                except KafkaException as e2:
+                    if e2.args[0].fatal():
+                        self.fatal = str(e2)
+                        return
+                time.sleep(0.1)
+
+    def close(self):
+        self.stop.set()
+        self.t.join()
+
+
 def read_all(bootstrap):
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "torture", "isolation.level": "read_committed",
                   "enable.auto.commit": False, "check.crcs": True, "fetch.error.backoff.ms": 50})
-    lo, hi = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=20)
+    try:
+        lo, hi = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=20)
+    except KafkaException as e:
+        c.close()
+        if e.args[0].code() == KafkaError._UNKNOWN_PARTITION:
+            return [], [], 0  # killed before the first produce created the topic
+        raise
     c.assign([TopicPartition(TOPIC, 0, lo)])
     seen, errors = [], []
     deadline = time.time() + 60
@@ -98,14 +164,25 @@ def torn_tail(b):
             f.write(os.urandom(random.randint(1, 200)))
 
 
-def verify(acked, seen):
+def verify(acked, seen, allowed=None):
+    """allowed: the messages that may legitimately show (None: any)."""
     counts = {}
     for n in seen:
         counts[n] = counts.get(n, 0) + 1
     lost = sorted(n for n in acked if n not in counts)
     dup = sorted(n for n, k in counts.items() if k > 1)
     order = sum(1 for a, b in zip(seen, seen[1:]) if b <= a)
+    if allowed is not None:
+        dup += sorted(n for n in counts if n not in allowed)  # aborted data visible
     return lost, dup, order
+
+
+def allowed(w):
+    """Transactional mode: only committed or uncertain messages may be read."""
+    if not isinstance(w, TxnWriter):
+        return None
+    with w.lock:
+        return set(w.acked) | set(w.uncertain) | set(range(w.next - 20, w.next))
 
 
 def main():
@@ -115,13 +192,15 @@ def main():
     ap.add_argument("--max-s", type=float, default=1.5)
     ap.add_argument("--no-torn", action="store_true")
     ap.add_argument("--no-idempotence", action="store_true")
+    ap.add_argument("--transactional", action="store_true",
+                    help="transactional producer; checks committed exactly once, aborted never")
     ap.add_argument("--seed", type=int, default=int(time.time()))
     a = ap.parse_args()
     random.seed(a.seed)
     log("seed %d, %d cycles" % (a.seed, a.cycles))
     bad = False
     with Broker(overrides={"num.partitions": "1"}, name="torture") as b:
-        w = Writer(b.bootstrap, not a.no_idempotence)
+        w = (TxnWriter if a.transactional else Writer)(b.bootstrap, not a.no_idempotence)
         for cycle in range(1, a.cycles + 1):
             time.sleep(random.uniform(a.min_s, a.max_s))
             acked = w.snapshot()
@@ -130,7 +209,7 @@ def main():
                 torn_tail(b)
             b.start()
             seen, errors, hw = read_all(b.bootstrap)
-            lost, dup, order = verify(acked, seen)
+            lost, dup, order = verify(acked, seen, allowed(w))
             print("cycle %2d: acknowledged %d found %d lost %d duplicated %d out-of-order %d hw %d%s"
                   % (cycle, len(acked), len(seen), len(lost), len(dup), order, hw,
                      " consumer errors %s" % errors[:2] if errors else ""), flush=True)
@@ -146,7 +225,7 @@ def main():
         w.close()
         acked = w.snapshot()
         seen, errors, hw = read_all(b.bootstrap)
-        lost, dup, order = verify(acked, seen)
+        lost, dup, order = verify(acked, seen, allowed(w))
         print("final: acknowledged %d found %d lost %d duplicated %d out-of-order %d (produced %d, failed %d)"
               % (len(acked), len(seen), len(lost), len(dup), order, w.next, w.failed), flush=True)
         bad |= bool(lost or dup or order or errors)
