@@ -38,7 +38,7 @@ ITEST_C  := $(ITEST_C_SRC:tests/integration/%.c=$(BUILD)/bin/itest/%)
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/bin/unit/%,$(UNIT_SRC))
 
-.PHONY: all deps run test unit integration clean style install bench fuzz
+.PHONY: all deps run test unit integration clean style install bench fuzz fuzz-smoke
 .SECONDARY:
 all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS)
 
@@ -90,7 +90,15 @@ integration: all
 test: deps
 	@$(MAKE) --no-print-directory -j$(shell nproc) all
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory integration
+
+# libFuzzer targets (clang); fuzz-smoke is the short pass inside make test
+FUZZ_SECONDS ?= 60
+fuzz:
+	@sh fuzz/run.sh $(FUZZ_SECONDS)
+fuzz-smoke:
+	@sh fuzz/run.sh 5
 
 style:
 	clang-format --dry-run -Werror $(LIB_SRC) src/broker/main.c
@@ -101,6 +109,6 @@ install: all
 	install -m 755 $(BROKER) $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz build-hard
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -3,7 +3,8 @@
 # Idempotent and quick when everything is present.
 set -e
 PKGS="gcc make python3 libisal-dev libcmocka-dev librdkafka-dev kcat
-python3-confluent-kafka python3-kafka libsqlite3-dev nodejs npm"
+python3-confluent-kafka python3-kafka libsqlite3-dev nodejs npm
+clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -69,9 +69,10 @@ static const struct conf_def defs[] = {
 	    "Most client connections at once; further connections are accepted and closed."),
 	I32("max.connections.per.ip", max_connections_per_ip, 0, I32MAX, "2147483647", true,
 	    "Most connections from one IP address."),
-	I64("queued.max.request.bytes", queued_max_request_bytes, -1, I64MAX, "-1", false,
+	I64("queued.max.request.bytes", queued_max_request_bytes, -1, I64MAX, "268435456", false,
 	    "Bytes of requests read but not yet answered, over all connections; past it the broker stops reading "
-	    "sockets until replies drain. -1: no global limit (per-connection limits still apply)."),
+	    "sockets until replies drain. -1: no global limit (per-connection limits still apply). Kafka's "
+	    "default is -1; Gregor bounds memory by default (256 MiB)."),
 	I32("queued.max.requests", queued_max_requests, 1, I32MAX, "500", false,
 	    "Requests read but not yet answered on one connection before the broker stops reading from it."),
 	I64("connections.max.idle.ms", connections_max_idle_ms, -1, I64MAX, "600000", false,

@@ -395,7 +395,7 @@ static int16_t records_one(struct topic *t, const struct DeleteRecordsRequestPar
 	int rc;
 
 	if (!part)
-		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		return registry_part_error(t, in->PartitionIndex);
 	if (t->internal || t->cfg.cleanup_policy != CONFIG_CLEANUP_DELETE)
 		return KERR_POLICY_VIOLATION; /* Kafka: internal or compacted topics */
 	hw = part_high_watermark(part);

@@ -99,7 +99,7 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 	out->PartitionIndex = in->Partition;
 	out->AbortedTransactions.n = -1;
 	if (!part) {
-		out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		out->ErrorCode = registry_part_error(t, in->Partition);
 		out->HighWatermark = -1;
 		return 0;
 	}

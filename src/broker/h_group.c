@@ -132,7 +132,6 @@ int groups_start(struct broker *b)
 		.max_size = b->cfg.group_max_size,
 		.offsets_retention_ms = (int64_t)b->cfg.offsets_retention_minutes * 60000,
 		.retention_check_interval_ms = b->cfg.offsets_retention_check_interval_ms,
-		.offset_metadata_max_bytes = GROUP_OFFSET_METADATA_MAX_BYTES,
 	};
 	int err = group_coord_new(b->loop, &gcfg, &ops, &b->groups);
 
@@ -146,21 +145,16 @@ void groups_stop(struct broker *b)
 }
 
 /* The shared preamble: the coordinator, with __consumer_offsets open; NULL if it cannot be. */
-static struct group_coord *h_group_coord(struct req *rq)
-{
-	struct broker *b = rq->b;
-
-	if (!group_coord_attached(b->groups) && h_group_attach(b, true) < 0)
-		return NULL;
-	return group_coord_attached(b->groups) ? b->groups : NULL;
-}
-
-/* Transactions (h_txn.c: AddOffsetsToTxn, TxnOffsetCommit): the same preamble without a request. */
 struct group_coord *groups_coord(struct broker *b)
 {
 	if (!group_coord_attached(b->groups) && h_group_attach(b, true) < 0)
 		return NULL;
 	return group_coord_attached(b->groups) ? b->groups : NULL;
+}
+
+static struct group_coord *h_group_coord(struct req *rq)
+{
+	return groups_coord(rq->b);
 }
 
 /* ---- FindCoordinator ---- */

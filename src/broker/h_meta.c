@@ -56,6 +56,12 @@ static void metadata_topic(struct req *rq, struct topic *t, struct MetadataRespo
 		mp->LeaderEpoch = 0;
 		mp->ReplicaNodes = node_list(rq, leader);
 		mp->IsrNodes = node_list(rq, leader);
+		if (!registry_part(t, p)) { /* offline: its files could not be opened */
+			mp->ErrorCode = KERR_LEADER_NOT_AVAILABLE;
+			mp->LeaderId = -1;
+			mp->IsrNodes.n = 0;
+			mp->OfflineReplicas = node_list(rq, leader);
+		}
 	}
 }
 

@@ -26,7 +26,7 @@ static void list_offsets_partition(struct req *rq, int8_t isolation, struct topi
 	ListOffsetsResponsePartition_init(out);
 	out->PartitionIndex = in->PartitionIndex;
 	if (!part) {
-		out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		out->ErrorCode = registry_part_error(t, in->PartitionIndex);
 		return;
 	}
 	switch (in->Timestamp) {

@@ -154,7 +154,7 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 	bool dup;
 
 	if (!part) {
-		out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		out->ErrorCode = registry_part_error(t, in->Index);
 		return 0;
 	}
 	if (in->Records.len <= 0) {
@@ -274,6 +274,6 @@ void produce_flush_policy(struct broker *b, int64_t now_ms)
 	topics = registry_topics(b->reg, &n);
 	for (int i = 0; i < n; i++)
 		for (int32_t p = 0; p < topics[i]->nparts; p++)
-			if (part_unflushed_messages(topics[i]->parts[p]) > 0)
+			if (topics[i]->parts[p] && part_unflushed_messages(topics[i]->parts[p]) > 0)
 				syncer_want(b->syncer, topics[i]->parts[p]);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "log/partition.h"
+#include "proto/kerr.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -60,6 +61,13 @@ struct part *registry_part(const struct topic *t, int32_t partition)
 	if (partition < 0 || partition >= t->nparts)
 		return NULL;
 	return t->parts[partition];
+}
+
+int16_t registry_part_error(const struct topic *t, int32_t partition)
+{
+	if (!t || partition < 0 || partition >= t->nparts)
+		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	return t->parts[partition] ? KERR_NONE : KERR_KAFKA_STORAGE_ERROR;
 }
 
 /* Binary search; returns the index of name or where it would go (negative - 1). */
@@ -377,7 +385,7 @@ int registry_checkpoint(struct registry *reg)
 				cap *= 2;
 			}
 			len += (size_t)snprintf(txt + len, cap - len, "%s %d %lld\n", t->name, p,
-						(long long)part_recovery_point(t->parts[p]));
+						(long long)(t->parts[p] ? part_recovery_point(t->parts[p]) : 0));
 		}
 	}
 	snprintf(path, sizeof(path), "%s/%s", reg->dir, CHECKPOINT_FILE);
@@ -539,10 +547,42 @@ static int registry_open_all(struct registry *reg, bool clean)
 		for (int32_t p = 0; p < t->nparts && !err; p++) {
 			int64_t rp = clean ? INT64_MAX : ckpt_find(ck, nck, t->name, p);
 
-			err = registry_open_part(reg, t, p, rp);
+			if (registry_open_part(reg, t, p, rp) < 0)
+				log_error("partition '%s-%d' is offline (KAFKA_STORAGE_ERROR) until its files are repaired",
+					  t->name, p);
 		}
 	}
 	ckpt_free(ck, nck);
+	return err;
+}
+
+/* Frees a registry whose start-up failed: closes what was opened. */
+static void registry_abort(struct registry *reg)
+{
+	for (int i = 0; i < reg->ntopics; i++) {
+		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
+			if (reg->topics[i]->parts[p])
+				part_close(reg->topics[i]->parts[p]);
+		topic_free(reg->topics[i]);
+	}
+	free(reg->topics);
+	free(reg->dir);
+	free(reg);
+}
+
+/* Creates the log dir and meta.properties. */
+static int registry_prepare_dir(struct registry *reg)
+{
+	int err;
+
+	if (mkdir(reg->dir, 0755) < 0 && errno != EEXIST) {
+		err = -errno;
+		log_error("cannot create log dir '%s': %s", reg->dir, strerror(errno));
+		return err;
+	}
+	err = registry_load_meta(reg);
+	if (err)
+		log_error("cannot write '%s/meta.properties': %s", reg->dir, strerror(-err));
 	return err;
 }
 
@@ -558,26 +598,22 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 		return -ENOMEM;
 	reg->cfg = cfg;
 	reg->dir = strdup(cfg->log_dirs);
-	if (!reg->dir)
+	if (!reg->dir) {
+		free(reg);
 		return -ENOMEM;
+	}
 	reg->dir[strcspn(reg->dir, ",")] = '\0'; /* one log dir on a single node */
-	if (mkdir(reg->dir, 0755) < 0 && errno != EEXIST) {
-		err = -errno;
-		log_error("cannot create log dir '%s': %s", reg->dir, strerror(errno));
-		return err;
-	}
-	err = registry_load_meta(reg);
-	if (err) {
-		log_error("cannot write '%s/meta.properties': %s", reg->dir, strerror(-err));
-		return err;
-	}
+	err = registry_prepare_dir(reg);
 	snprintf(marker, sizeof(marker), "%s/%s", reg->dir, CLEAN_MARKER);
 	clean = access(marker, F_OK) == 0;
-	err = registry_scan(reg);
+	if (!err)
+		err = registry_scan(reg);
 	if (!err)
 		err = registry_open_all(reg, clean);
-	if (err)
+	if (err) {
+		registry_abort(reg);
 		return err;
+	}
 	unlink(marker); /* from now on a crash must be recovered from */
 	for (int i = 0; i < reg->ntopics; i++)
 		nparts += reg->topics[i]->nparts;
@@ -595,11 +631,13 @@ void registry_close(struct registry *reg)
 
 	for (int i = 0; i < reg->ntopics; i++)
 		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
-			part_sync(reg->topics[i]->parts[p]);
+			if (reg->topics[i]->parts[p])
+				part_sync(reg->topics[i]->parts[p]);
 	registry_checkpoint(reg);
 	for (int i = 0; i < reg->ntopics; i++) {
 		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
-			part_close(reg->topics[i]->parts[p]);
+			if (reg->topics[i]->parts[p])
+				part_close(reg->topics[i]->parts[p]);
 		topic_free(reg->topics[i]);
 	}
 	snprintf(marker, sizeof(marker), "%s/%s", reg->dir, CLEAN_MARKER);
@@ -657,7 +695,8 @@ int registry_delete(struct registry *reg, struct topic *t)
 {
 	registry_remove(reg, t);
 	for (int32_t p = 0; p < t->nparts; p++)
-		part_delete(t->parts[p]);
+		if (t->parts[p])
+			part_delete(t->parts[p]);
 	log_info("deleted topic '%s'", t->name);
 	topic_free(t);
 	return 0;
@@ -704,5 +743,6 @@ void registry_retain(struct registry *reg, int64_t now_ms)
 {
 	for (int i = 0; i < reg->ntopics; i++)
 		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
-			part_retain(reg->topics[i]->parts[p], now_ms);
+			if (reg->topics[i]->parts[p])
+				part_retain(reg->topics[i]->parts[p], now_ms);
 }

@@ -53,7 +53,10 @@ int registry_save_cfg(struct registry *reg, struct topic *t);
 /* Topics sorted by name; the array is owned by the registry, valid until the next change. */
 struct topic **registry_topics(struct registry *reg, int *n);
 int32_t registry_leader(const struct registry *reg, const struct topic *t, int32_t partition);
-struct part *registry_part(const struct topic *t, int32_t partition); /* NULL if out of range */
+/* NULL if out of range or offline (its files could not be opened). */
+struct part *registry_part(const struct topic *t, int32_t partition);
+/* Why registry_part() is NULL: UNKNOWN_TOPIC_OR_PARTITION (t may be NULL) or KAFKA_STORAGE_ERROR. */
+int16_t registry_part_error(const struct topic *t, int32_t partition);
 
 /* Kafka's rule: [a-zA-Z0-9._-]{1,249}, not "." or "..". */
 bool topic_name_valid(struct kstr name);

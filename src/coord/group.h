@@ -71,7 +71,6 @@ struct group_coord_cfg {
 	int32_t max_size;                   /* group.max.size */
 	int64_t offsets_retention_ms;       /* offsets.retention.minutes */
 	int64_t retention_check_interval_ms;
-	int32_t offset_metadata_max_bytes;  /* offset.metadata.max.bytes (Kafka: 4096) */
 };
 
 struct group_protocol_arg {

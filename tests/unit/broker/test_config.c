@@ -163,7 +163,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.socket_request_max_bytes, 104857600);
 	assert_int_equal(cfg.socket_send_buffer_bytes, -1);
 	assert_int_equal(cfg.max_connections, INT32_MAX);
-	assert_true(cfg.queued_max_request_bytes == -1);
+	assert_true(cfg.queued_max_request_bytes == 256LL << 20);
 	assert_int_equal(cfg.log_segment_bytes, 1073741824);
 	assert_true(config_retention_ms(&cfg) == 168LL * 3600 * 1000);
 	assert_true(config_roll_ms(&cfg) == 168LL * 3600 * 1000);

@@ -59,7 +59,6 @@ static const struct group_coord_ops ops = { on_join, on_sync };
 static const struct group_coord_cfg cfg = {
 	.initial_rebalance_delay_ms = 0, .min_session_timeout_ms = 10, .max_session_timeout_ms = 600000,
 	.max_size = 100, .offsets_retention_ms = 86400000, .retention_check_interval_ms = 600000,
-	.offset_metadata_max_bytes = 4096,
 };
 
 static void fx_open(struct fx *fx)
