@@ -38,7 +38,7 @@ ITEST_C  := $(ITEST_C_SRC:tests/integration/%.c=$(BUILD)/bin/itest/%)
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/bin/unit/%,$(UNIT_SRC))
 
-.PHONY: all deps run test unit integration clean style install bench fuzz fuzz-smoke
+.PHONY: all deps run test unit integration clean style install bench fuzz fuzz-smoke sanitize-smoke
 .SECONDARY:
 all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS)
 
@@ -92,6 +92,14 @@ test: deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory integration
+	@$(MAKE) --no-print-directory sanitize-smoke
+
+# A representative part of the integration suite against an ASan+UBSan
+# broker (the whole suite: make SANITIZE=1 integration).
+SAN_TESTS ?= 0003 0004 1001 2002 3001 4001 9001
+sanitize-smoke:
+	@$(MAKE) --no-print-directory SANITIZE=1 BUILD=build-san -j$(shell nproc) all
+	@BUILD=build-san ASAN_OPTIONS=detect_leaks=1 sh tests/integration/run.sh $(SAN_TESTS)
 
 # libFuzzer targets (clang); fuzz-smoke is the short pass inside make test
 FUZZ_SECONDS ?= 60

@@ -118,7 +118,8 @@ static int cg_list(rd_kafka_t *rk, const struct opts *o)
 	v = rd_kafka_ListConsumerGroups_result_valid(rd_kafka_event_ListConsumerGroups_result(ev), &n);
 	const rd_kafka_ConsumerGroupListing_t **sorted = calloc(n + 1, sizeof(*sorted));
 
-	memcpy(sorted, v, n * sizeof(*v));
+	if (n)
+		memcpy(sorted, v, n * sizeof(*v));
 	for (size_t i = 1; i < n; i++) /* insertion sort by group id */
 		for (size_t j = i; j > 0 && strcmp(rd_kafka_ConsumerGroupListing_group_id(sorted[j - 1]),
 						  rd_kafka_ConsumerGroupListing_group_id(sorted[j])) > 0; j--) {
