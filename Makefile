@@ -99,7 +99,7 @@ test: deps
 SAN_TESTS ?= 0003 0004 1001 2002 3001 4001 9001
 sanitize-smoke:
 	@$(MAKE) --no-print-directory SANITIZE=1 BUILD=build-san -j$(shell nproc) all
-	@BUILD=build-san ASAN_OPTIONS=detect_leaks=1 sh tests/integration/run.sh $(SAN_TESTS)
+	@SANITIZE=1 BUILD=build-san ASAN_OPTIONS=detect_leaks=1 sh tests/integration/run.sh $(SAN_TESTS)
 
 # libFuzzer targets (clang); fuzz-smoke is the short pass inside make test
 FUZZ_SECONDS ?= 60

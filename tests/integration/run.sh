@@ -110,7 +110,7 @@ for f in tests/integration/[0-9][0-9][0-9][0-9]-*; do
 
 	# C binaries: make sure this test's binary is built and fresh.
 	if [ -f "tests/integration/$stem.c" ]; then
-		if ! make --no-print-directory BUILD="$BUILD" "$BUILD/bin/itest/$stem" >"$out" 2>&1; then
+		if ! make --no-print-directory BUILD="$BUILD" ${SANITIZE:+SANITIZE=$SANITIZE} "$BUILD/bin/itest/$stem" >"$out" 2>&1; then
 			report "$file" "build failed" 0 "$out"
 			continue
 		fi
