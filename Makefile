@@ -45,7 +45,7 @@ all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS)
 deps:
 	@sh mk/deps.sh
 
-$(GEN_H) $(GEN_C): src/proto/gen.py $(SCHEMAS)
+$(GEN_H) $(GEN_C) &: src/proto/gen.py $(SCHEMAS)
 	@mkdir -p $(BUILD)/gen
 	$(PYTHON) src/proto/gen.py src/proto/schema $(BUILD)/gen
 

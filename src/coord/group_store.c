@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "log/partition.h"
+#include "log/scan.h"
 #include "proto/records.h"
 #include "util/log.h"
 
@@ -27,7 +28,6 @@
 #define GROUP_STORE_KEY_META 2
 #define GROUP_STORE_VALUE_OFFSET 3
 #define GROUP_STORE_VALUE_META 3
-#define GROUP_STORE_READ_BYTES (1 << 20)
 
 struct group_store {
 	struct part **parts; /* borrowed */
@@ -509,103 +509,48 @@ static int group_store_apply(struct bytes key, struct bytes value, int64_t produ
 	return -EBADMSG;
 }
 
-/* Walks the records of one uncompressed batch. */
-static int group_store_batch(const uint8_t *p, const struct batch_hdr *h, const struct group_store_loader *ld,
-			     void *arg)
+struct group_store_scan {
+	const struct group_store_loader *ld;
+	void *arg;
+	int64_t producer_id; /* of the batch being read: -1 outside transactions */
+	int32_t pidx;
+};
+
+static int group_store_on_record(void *arg, const struct record *rec)
 {
-	int64_t pid = records_is_transactional(h) ? h->producer_id : -1;
-	struct rd r;
-	int err = 0;
+	const struct group_store_scan *sc = arg;
+
+	if (rec->key.len < 0)
+		return -EBADMSG;
+	return group_store_apply(rec->key, rec->value, sc->producer_id, sc->ld, sc->arg);
+}
+
+/* One batch: a transaction marker, or records dispatched on their key version. */
+static void group_store_on_batch(void *arg, const uint8_t *p, const struct batch_hdr *h)
+{
+	struct group_store_scan *sc = arg;
+	int err;
 
 	if (records_is_control(h)) {
 		bool commit;
 		int32_t epoch;
 
 		if (records_control_parse(p, h, &commit, &epoch) == 0)
-			ld->on_marker(arg, h->producer_id, commit);
-		return 0;
+			sc->ld->on_marker(sc->arg, h->producer_id, commit);
+		return;
 	}
-	if (h->attributes & RECORDS_ATTR_CODEC_MASK)
-		return -EPROTO;
-	rd_init(&r, p + RECORDS_HDR_SIZE, (size_t)h->size - RECORDS_HDR_SIZE);
-	for (int32_t i = 0; !err && i < h->record_count; i++) {
-		int32_t len = rd_varint(&r), klen, vlen;
-		struct bytes key = { NULL, -1 }, value = { NULL, -1 };
-		struct rd rec;
-		struct bytes body;
-
-		if (len < 0 || !rd_view(&r, (size_t)len, &body))
-			return -EBADMSG;
-		rd_init(&rec, body.p, (size_t)body.len);
-		rd_i8(&rec);
-		rd_varlong(&rec);
-		rd_varint(&rec);
-		klen = rd_varint(&rec);
-		if (klen >= 0)
-			rd_view(&rec, (size_t)klen, &key);
-		vlen = rd_varint(&rec);
-		if (vlen >= 0)
-			rd_view(&rec, (size_t)vlen, &value);
-		if (rec.err || klen < 0)
-			return -EBADMSG;
-		err = group_store_apply(key, value, pid, ld, arg);
-	}
-	return err;
-}
-
-/* Parses the batches in buf; returns the offset after the last whole one. */
-static int64_t group_store_chunk(const uint8_t *buf, size_t len, int64_t offset,
-				 const struct group_store_loader *ld, void *arg, int32_t pidx)
-{
-	size_t pos = 0;
-	struct batch_hdr h;
-
-	while (pos < len && records_batch_parse(buf + pos, len - pos, &h) == 0) {
-		int err = records_last_offset(&h) >= offset ? group_store_batch(buf + pos, &h, ld, arg) : 0;
-
-		if (err)
-			log_warn("__consumer_offsets-%d: skipping batch at offset %lld: %s", pidx,
-				 (long long)h.base_offset, err == -EPROTO ? "compressed" : "malformed record");
-		offset = records_last_offset(&h) + 1;
-		pos += (size_t)h.size;
-	}
-	return offset;
-}
-
-static int group_store_load_part(struct part *part, int32_t pidx, const struct group_store_loader *ld, void *arg)
-{
-	int64_t offset = part_log_start_offset(part), hw = part_high_watermark(part);
-	uint8_t *buf = NULL;
-	int err = 0;
-
-	while (!err && offset < hw) {
-		struct fslice s = { 0 };
-		int64_t next;
-		uint8_t *nb;
-
-		err = part_read(part, offset, hw, GROUP_STORE_READ_BYTES, true, &s);
-		if (err || !s.ref || s.len == 0) {
-			fdref_put(s.ref);
-			break;
-		}
-		nb = realloc(buf, (size_t)s.len);
-		if (!nb || pread(s.ref->fd, nb, (size_t)s.len, s.pos) != s.len)
-			err = nb ? -EIO : -ENOMEM;
-		buf = nb ? nb : buf;
-		fdref_put(s.ref);
-		next = err ? offset : group_store_chunk(buf, (size_t)s.len, offset, ld, arg, pidx);
-		if (!err && next <= offset)
-			err = -EBADMSG;
-		offset = next;
-	}
-	free(buf);
-	return err;
+	sc->producer_id = records_is_transactional(h) ? h->producer_id : -1;
+	err = records_foreach(p, h, group_store_on_record, sc);
+	if (err)
+		log_warn("__consumer_offsets-%d: skipping batch at offset %lld: %s", sc->pidx,
+			 (long long)h->base_offset, err == -EPROTO ? "compressed" : "malformed record");
 }
 
 int group_store_load(struct group_store *gs, const struct group_store_loader *ld, void *arg)
 {
 	for (int32_t i = 0; i < gs->nparts; i++) {
-		int err = group_store_load_part(gs->parts[i], i, ld, arg);
+		struct group_store_scan sc = { ld, arg, -1, i };
+		int err = part_scan(gs->parts[i], group_store_on_batch, &sc);
 
 		if (err) {
 			log_error("__consumer_offsets-%d: cannot load: %s", i, strerror(-err));

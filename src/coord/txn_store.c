@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "log/partition.h"
+#include "log/scan.h"
 #include "proto/records.h"
 #include "util/log.h"
 
-#define TXN_STORE_READ_BYTES (1 << 20)
 #define TXN_STORE_TPS_MAX 100000 /* sanity bound on a decoded partition list */
 
 int32_t txn_store_partition_of(int32_t nparts, struct kstr id)
@@ -168,79 +168,38 @@ static void txn_store_record(struct bytes key, struct bytes value, txn_store_rec
 	free(names);
 }
 
-static int txn_store_batch(const uint8_t *p, const struct batch_hdr *h, txn_store_record_fn *fn, void *arg)
+struct txn_store_scan {
+	txn_store_record_fn *fn;
+	void *arg;
+	int32_t pidx;
+};
+
+static int txn_store_on_record(void *arg, const struct record *rec)
 {
-	struct rd r;
+	const struct txn_store_scan *sc = arg;
 
-	if (records_is_control(h) || (h->attributes & RECORDS_ATTR_CODEC_MASK))
-		return 0;
-	rd_init(&r, p + RECORDS_HDR_SIZE, (size_t)h->size - RECORDS_HDR_SIZE);
-	for (int32_t i = 0; i < h->record_count; i++) {
-		int32_t len = rd_varint(&r), klen, vlen;
-		struct bytes body, key = { NULL, -1 }, value = { NULL, -1 };
-		struct rd rec;
-
-		if (len < 0 || !rd_view(&r, (size_t)len, &body))
-			return -EBADMSG;
-		rd_init(&rec, body.p, (size_t)body.len);
-		rd_i8(&rec);
-		rd_varlong(&rec);
-		rd_varint(&rec);
-		klen = rd_varint(&rec);
-		if (klen >= 0)
-			rd_view(&rec, (size_t)klen, &key);
-		vlen = rd_varint(&rec);
-		if (vlen >= 0)
-			rd_view(&rec, (size_t)vlen, &value);
-		if (rec.err || klen < 0)
-			return -EBADMSG;
-		txn_store_record(key, value, fn, arg);
-	}
+	if (rec->key.len < 0)
+		return -EBADMSG;
+	txn_store_record(rec->key, rec->value, sc->fn, sc->arg);
 	return 0;
 }
 
-static int txn_store_load_part(struct part *part, int32_t pidx, txn_store_record_fn *fn, void *arg)
+static void txn_store_on_batch(void *arg, const uint8_t *p, const struct batch_hdr *h)
 {
-	int64_t offset = part_log_start_offset(part), hw = part_high_watermark(part);
-	uint8_t *buf = NULL;
-	int err = 0;
+	const struct txn_store_scan *sc = arg;
 
-	while (!err && offset < hw) {
-		struct fslice s = { 0 };
-		size_t pos = 0;
-		struct batch_hdr h;
-		int64_t next = offset;
-		uint8_t *nb;
-
-		err = part_read(part, offset, hw, TXN_STORE_READ_BYTES, true, &s);
-		if (err || !s.ref || s.len == 0) {
-			fdref_put(s.ref);
-			break;
-		}
-		nb = realloc(buf, (size_t)s.len);
-		if (!nb || pread(s.ref->fd, nb, (size_t)s.len, s.pos) != s.len)
-			err = nb ? -EIO : -ENOMEM;
-		buf = nb ? nb : buf;
-		fdref_put(s.ref);
-		while (!err && pos < (size_t)s.len && records_batch_parse(buf + pos, (size_t)s.len - pos, &h) == 0) {
-			if (records_last_offset(&h) >= offset && txn_store_batch(buf + pos, &h, fn, arg))
-				log_warn("%s-%d: skipping a malformed batch at offset %lld", TXN_STORE_TOPIC, pidx,
-					 (long long)h.base_offset);
-			next = records_last_offset(&h) + 1;
-			pos += (size_t)h.size;
-		}
-		if (!err && next <= offset)
-			err = -EBADMSG;
-		offset = next;
-	}
-	free(buf);
-	return err;
+	if (records_is_control(h) || (h->attributes & RECORDS_ATTR_CODEC_MASK))
+		return;
+	if (records_foreach(p, h, txn_store_on_record, arg))
+		log_warn("%s-%d: skipping a malformed batch at offset %lld", TXN_STORE_TOPIC, sc->pidx,
+			 (long long)h->base_offset);
 }
 
 int txn_store_load(struct part **parts, int32_t nparts, txn_store_record_fn *on_record, void *arg)
 {
 	for (int32_t i = 0; i < nparts; i++) {
-		int err = txn_store_load_part(parts[i], i, on_record, arg);
+		struct txn_store_scan sc = { on_record, arg, i };
+		int err = part_scan(parts[i], txn_store_on_batch, &sc);
 
 		if (err) {
 			log_error("%s-%d: cannot load: %s", TXN_STORE_TOPIC, i, strerror(-err));

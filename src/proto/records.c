@@ -345,3 +345,36 @@ int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, i
 	free(plain);
 	return rc == 0 ? 1 : rc; /* max_timestamp >= ts, so a record qualifies */
 }
+
+int records_foreach(const uint8_t *p, const struct batch_hdr *h, records_fn *fn, void *arg)
+{
+	struct rd r;
+	int err = 0;
+
+	if (h->attributes & RECORDS_ATTR_CODEC_MASK)
+		return -EPROTO;
+	rd_init(&r, p + RECORDS_HDR_SIZE, (size_t)(h->size - RECORDS_HDR_SIZE));
+	for (int32_t i = 0; !err && i < h->record_count; i++) {
+		struct record rec = { .key = { NULL, -1 }, .value = { NULL, -1 } };
+		int32_t len = rd_varint(&r), klen, vlen;
+		struct bytes body;
+		struct rd b;
+
+		if (len < 0 || !rd_view(&r, (size_t)len, &body))
+			return -EBADMSG;
+		rd_init(&b, body.p, (size_t)body.len);
+		rd_i8(&b); /* attributes */
+		rec.timestamp = (int64_t)((uint64_t)h->base_timestamp + (uint64_t)rd_varlong(&b));
+		rec.offset = (int64_t)((uint64_t)h->base_offset + (uint64_t)(int64_t)rd_varint(&b));
+		klen = rd_varint(&b);
+		if (klen >= 0)
+			rd_view(&b, (size_t)klen, &rec.key);
+		vlen = rd_varint(&b);
+		if (vlen >= 0)
+			rd_view(&b, (size_t)vlen, &rec.value);
+		if (b.err)
+			return -EBADMSG;
+		err = fn(arg, &rec);
+	}
+	return err;
+}

@@ -156,6 +156,23 @@ int records_build_txn(struct wr *w, int64_t ts_ms, int64_t producer_id, int16_t 
 int records_build_control(struct wr *w, int64_t producer_id, int16_t producer_epoch, bool commit,
 			  int32_t coordinator_epoch, int64_t ts_ms);
 
+/* One record of an uncompressed batch, as records_foreach() hands it out. */
+struct record {
+	int64_t offset;
+	int64_t timestamp;
+	struct bytes key;   /* len -1 = null */
+	struct bytes value; /* len -1 = null (a tombstone) */
+};
+
+typedef int records_fn(void *arg, const struct record *rec);
+
+/*
+ * Calls fn for each record of the whole batch p (header h) until fn returns
+ * non-zero, which is then returned.  Returns 0, -EPROTO for a compressed
+ * batch (the broker does not decompress) or -EBADMSG for a malformed one.
+ */
+int records_foreach(const uint8_t *p, const struct batch_hdr *h, records_fn *fn, void *arg);
+
 /*
  * ListOffsets by timestamp inside one whole batch p (header h): the first
  * record whose timestamp >= ts.  Uncompressed batches are read record by
