@@ -425,6 +425,8 @@ void part_close(struct part *part)
 
 	seg_seal(part_active(part));
 	rc = part_sync(part);
+	if (!rc && (fdatasync(part_active(part)->oi.ref->fd) < 0 || fdatasync(part_active(part)->ti.ref->fd) < 0))
+		rc = -errno; /* part_sync leaves the active segment's indexes out */
 	if (rc)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
 	part_write_pstate(part, "close");
@@ -821,7 +823,13 @@ struct sync_set {
 	bool dir;
 };
 
-/* Under mu: references to every file that may hold data past the recovery point. */
+/*
+ * Under mu: references to every file that may hold data past the recovery
+ * point.  The active segment's index files are left out: an acks=all round
+ * needs only the .log durable, because recovery checks indexes against the
+ * log and rebuilds them (recover.c).  They are synced once the segment is
+ * sealed (the next round after a roll) and at close.
+ */
 static int sync_collect(struct part *part, struct sync_set *s)
 {
 	int first = part->nsegs - 1;
@@ -833,6 +841,8 @@ static int sync_collect(struct part *part, struct sync_set *s)
 		return -ENOMEM;
 	for (int i = first; i < part->nsegs; i++) {
 		s->refs[s->n++] = fdref_get(part->segs[i]->log);
+		if (i == part->nsegs - 1)
+			break;
 		s->refs[s->n++] = fdref_get(part->segs[i]->oi.ref);
 		s->refs[s->n++] = fdref_get(part->segs[i]->ti.ref);
 	}
@@ -871,6 +881,16 @@ int part_sync(struct part *part)
 		part->dir_dirty |= s.dir;
 	pthread_mutex_unlock(&part->mu);
 	return rc;
+}
+
+void part_start_writeback(struct part *part)
+{
+	struct seg *seg = part_active(part);
+
+	if (seg->size > part->writeback_pos) /* after a roll the position starts again */
+		sync_file_range(seg->log->fd, part->writeback_pos, seg->size - part->writeback_pos,
+				SYNC_FILE_RANGE_WRITE);
+	part->writeback_pos = seg->size;
 }
 
 int64_t part_recovery_point(const struct part *part)

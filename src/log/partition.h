@@ -142,5 +142,11 @@ bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
 int part_sync(struct part *part);
 int64_t part_recovery_point(const struct part *part);
 int64_t part_unflushed_messages(const struct part *part);
+/*
+ * Starts (does not wait for) writeback of the active segment's bytes
+ * appended since the last call, so the fdatasync of an acks=all round
+ * finds most of them already on their way to the disk.  Event-loop thread.
+ */
+void part_start_writeback(struct part *part);
 
 #endif
