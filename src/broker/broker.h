@@ -33,6 +33,10 @@ struct broker {
 	struct loop_timer housekeeping;
 	struct group_coord *groups; /* the group coordinator (h_group.c) */
 	struct txn_coord *txns;     /* the transaction coordinator (h_txn.c) */
+	/* what a SIGHUP reload re-reads (main.c; borrowed from main's argv) */
+	const char *config_path;    /* server.properties, NULL = defaults only */
+	int argc;                   /* the command line, for its --override values */
+	char **argv;
 };
 
 /* Wakes parked fetches after appends; called at the end of each loop iteration. */

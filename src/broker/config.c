@@ -9,6 +9,7 @@
  */
 #include "broker/config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,6 +452,27 @@ static int args_apply_overrides(int argc, char **argv, struct broker_cfg *cfg, c
 	return 0;
 }
 
+int config_read(struct broker_cfg *cfg, const char *path, int argc, char **argv, char *err, size_t errlen)
+{
+	int rc = config_init(cfg);
+
+	if (rc) {
+		snprintf(err, errlen, "out of memory");
+		goto out_release;
+	}
+	if (path)
+		rc = config_load(cfg, path, err, errlen);
+	if (!rc)
+		rc = args_apply_overrides(argc, argv, cfg, err, errlen);
+	if (!rc)
+		rc = config_finalize(cfg, err, errlen);
+	if (!rc)
+		return 0;
+out_release:
+	config_release(cfg);
+	return rc;
+}
+
 int config_parse_args(int argc, char **argv, struct broker_cfg *cfg, const char **out_config_path)
 {
 	const char *prog = argc > 0 ? argv[0] : "gregor";
@@ -462,22 +484,65 @@ int config_parse_args(int argc, char **argv, struct broker_cfg *cfg, const char 
 		*out_config_path = NULL;
 	if (args_scan(argc, argv, &path, &code))
 		return code;
-	if (config_init(cfg))
-		goto out_nomem;
-	if (path && config_load(cfg, path, err, sizeof(err)))
-		goto out_fail;
-	if (args_apply_overrides(argc, argv, cfg, err, sizeof(err)))
-		goto out_fail;
-	if (config_finalize(cfg, err, sizeof(err)))
-		goto out_fail;
+	if (config_read(cfg, path, argc, argv, err, sizeof(err)))
+		return args_fail(prog, err);
 	if (out_config_path)
 		*out_config_path = path;
 	return CONFIG_ARGS_RUN;
-out_nomem:
-	snprintf(err, sizeof(err), "out of memory");
-out_fail:
-	config_release(cfg);
-	return args_fail(prog, err);
+}
+
+/* ---- reload ---- */
+
+/* Exchanges the stored value of d between a and b (strings move as pointers). */
+static void config_swap_value(const struct conf_def *d, struct broker_cfg *a, struct broker_cfg *b)
+{
+	uint8_t tmp[sizeof(int64_t) > sizeof(char *) ? sizeof(int64_t) : sizeof(char *)];
+	size_t n = 0;
+
+	switch (d->type) {
+	case CONF_BOOL: n = sizeof(bool); break;
+	case CONF_INT32: n = sizeof(int32_t); break;
+	case CONF_INT64: n = sizeof(int64_t); break;
+	case CONF_STRING:
+	case CONF_LIST: n = sizeof(char *); break;
+	case CONF_ENUM: n = sizeof(int); break;
+	}
+	assert(n > 0 && n <= sizeof(tmp));
+	memcpy(tmp, (char *)a + d->offset, n);
+	memcpy((char *)a + d->offset, (char *)b + d->offset, n);
+	memcpy((char *)b + d->offset, tmp, n);
+}
+
+int config_update(struct broker_cfg *cur, struct broker_cfg *next)
+{
+	int changed = 0;
+
+	for (size_t i = 0; i < table.ndefs; i++) {
+		const struct conf_def *d = &table.defs[i];
+		char was[256], now[256];
+		bool differ;
+
+		if (conf_get_def(d, cur, was, sizeof(was)) == 1)
+			snprintf(was, sizeof(was), "null");
+		if (conf_get_def(d, next, now, sizeof(now)) == 1)
+			snprintf(now, sizeof(now), "null");
+		differ = strcmp(was, now) != 0;
+
+		if (differ && !d->dynamic) {
+			log_warn("config reload: '%s' changed from '%s' to '%s', needs a restart (keeping '%s')",
+				 d->name, was, now, was);
+			continue;
+		}
+		if (!d->dynamic)
+			continue;
+		if (differ) {
+			log_info("config reload: '%s' changed from '%s' to '%s'", d->name, was, now);
+			changed++;
+		}
+		config_swap_value(d, cur, next);
+		cur->set[i] = next->set[i];
+	}
+	return changed;
 }
 
 /* ---- docs ---- */
@@ -498,7 +563,8 @@ int config_write_doc(FILE *f)
 	      "Settings marked \"Accepted, no effect on a single node\" are read so that a stock Kafka\n"
 	      "`server.properties` loads unchanged; they will matter in cluster mode or never.\n"
 	      "\"Dynamic\" marks settings meant to be changeable while the broker runs (as in Kafka);\n"
-	      "topic settings change through the admin APIs, broker settings are read at start-up.\n\n"
+	      "topic settings change through the admin APIs, dynamic broker settings are re-read from\n"
+	      "`server.properties` on SIGHUP (docs/operations.md).\n\n"
 	      "## Broker settings\n\n", f);
 	rc = conf_write_doc(&table, f);
 	fputs("\n## Topic settings\n\n"

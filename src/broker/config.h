@@ -238,6 +238,21 @@ const char *config_advertised_listeners(const struct broker_cfg *cfg);
  */
 #define CONFIG_ARGS_RUN (-1)
 int config_parse_args(int argc, char **argv, struct broker_cfg *cfg, const char **out_config_path);
+/*
+ * What config_parse_args() does after checking the arguments: defaults,
+ * the file at path (NULL: none), every --override in argv, finalize.
+ * Prints nothing.  Returns 0 (cfg then owned by the caller) or an error
+ * with cfg released and one line in err ("path:12: unknown setting ...").
+ */
+int config_read(struct broker_cfg *cfg, const char *path, int argc, char **argv, char *err, size_t errlen);
+/*
+ * Reload (SIGHUP): moves into cur the value and set flag of every dynamic
+ * key from next, logging each change; each non-dynamic key whose value
+ * differs keeps its running value and logs one line saying it needs a
+ * restart.  next is left holding what was not taken (config_release() it).
+ * Returns the number of dynamic keys whose value changed.
+ */
+int config_update(struct broker_cfg *cur, struct broker_cfg *next);
 void config_usage(FILE *f, const char *prog);
 
 /* Writes docs/configuration.md (broker and topic settings).  0 or -EIO. */

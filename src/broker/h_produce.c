@@ -179,7 +179,7 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 	out->LogAppendTimeMs = t->cfg.message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME ? info.log_append_time : -1;
 	out->LogStartOffset = info.log_start_offset;
 	if (acks == -1 && park_sync_on_ack(&b->cfg)) {
-		part_start_writeback(part);
+		part_start_writeback(part, 0);
 		return syncer_want(b->syncer, part);
 	}
 	if (part_unflushed_messages(part) >= b->cfg.log_flush_interval_messages ||

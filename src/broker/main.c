@@ -24,6 +24,9 @@ int main(int argc, char **argv)
 			b.cfg.log_debug);
 		return 2;
 	}
+	b.config_path = path;
+	b.argc = argc;
+	b.argv = argv;
 	log_info("gregor %s starting (config %s)", GREGOR_VERSION, path ? path : "defaults");
 	if (server_start(&b) < 0) {
 		log_error("start-up failed");

@@ -723,19 +723,41 @@ int registry_add_partitions(struct registry *reg, struct topic *t, int32_t total
 	return err;
 }
 
-int registry_save_cfg(struct registry *reg, struct topic *t)
+/* Applies t->cfg (and the broker's producer.id.expiration.ms) to t's open partitions. */
+static void registry_apply_cfg(struct registry *reg, struct topic *t)
 {
-	char path[PATH_MAX];
 	struct part_cfg pc;
-	int err = topic_cfg_path(reg, t->name, path, sizeof(path));
 
-	if (!err)
-		err = topic_cfg_save(&t->cfg, path);
 	registry_part_cfg(&t->cfg, &pc);
 	pc.producer_id_expiration_ms = reg->cfg->producer_id_expiration_ms;
 	for (int32_t p = 0; p < t->nparts; p++)
 		if (t->parts[p])
 			part_set_cfg(t->parts[p], &pc);
+}
+
+int registry_save_cfg(struct registry *reg, struct topic *t)
+{
+	char path[PATH_MAX];
+	int err = topic_cfg_path(reg, t->name, path, sizeof(path));
+
+	if (!err)
+		err = topic_cfg_save(&t->cfg, path);
+	registry_apply_cfg(reg, t);
+	return err;
+}
+
+int registry_refresh_cfg(struct registry *reg)
+{
+	int err = 0;
+
+	for (int i = 0; i < reg->ntopics; i++) {
+		struct topic *t = reg->topics[i];
+		int rc = topic_cfg_refresh(&t->cfg, reg->cfg);
+
+		if (rc && !err)
+			err = rc;
+		registry_apply_cfg(reg, t);
+	}
 	return err;
 }
 

@@ -50,6 +50,13 @@ int registry_delete(struct registry *reg, struct topic *t);
 int registry_add_partitions(struct registry *reg, struct topic *t, int32_t total);
 /* Persists t->cfg and applies it to the open partitions. */
 int registry_save_cfg(struct registry *reg, struct topic *t);
+/*
+ * After a broker config reload: every topic key not set for its topic
+ * takes the broker's current value (topic_cfg_refresh()), and each topic's
+ * config is re-applied to its open partitions; nothing is written.
+ * Returns 0 or -ENOMEM (the topics before the failure are refreshed).
+ */
+int registry_refresh_cfg(struct registry *reg);
 /* Topics sorted by name; the array is owned by the registry, valid until the next change. */
 struct topic **registry_topics(struct registry *reg, int *n);
 int32_t registry_leader(const struct registry *reg, const struct topic *t, int32_t partition);

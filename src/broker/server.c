@@ -128,6 +128,7 @@ static void server_accept(struct loop_io *io, uint32_t events)
 	struct conn_cfg cc = {
 		.frame_bytes_max = b->cfg.socket_request_max_bytes,
 		.out_bytes_max = 64 << 20,
+		.idle_ms_max = b->cfg.connections_max_idle_ms,
 		.on_request = api_on_request,
 		.on_closed = server_on_closed,
 	};
@@ -220,6 +221,32 @@ static int server_listen(struct broker *b)
 	return loop_add(b->loop, &b->listen_io, EPOLLIN);
 }
 
+/*
+ * SIGHUP: re-reads server.properties and the --override values (which win,
+ * as at start-up), applies the dynamic keys (config_update() logs each
+ * change and each non-dynamic key needing a restart), then lets topic
+ * configs that follow broker defaults pick up the new values.  A file that
+ * no longer loads changes nothing.
+ */
+static void server_reload(struct broker *b)
+{
+	struct broker_cfg next;
+	char err[1024];
+	int changed;
+
+	if (config_read(&next, b->config_path, b->argc, b->argv, err, sizeof(err))) {
+		log_error("config reload of '%s' failed, keeping the running config: %s",
+			  b->config_path ? b->config_path : "defaults", err);
+		return;
+	}
+	changed = config_update(&b->cfg, &next);
+	config_release(&next);
+	if (registry_refresh_cfg(b->reg))
+		log_error("config reload: out of memory refreshing topic configs");
+	log_info("config reloaded from '%s': %d dynamic settings changed",
+		 b->config_path ? b->config_path : "defaults", changed);
+}
+
 static void server_on_signal(struct loop_io *io, uint32_t events)
 {
 	struct signalfd_siginfo si;
@@ -227,6 +254,11 @@ static void server_on_signal(struct loop_io *io, uint32_t events)
 
 	(void)events;
 	while (read(io->fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			log_info("received SIGHUP, reloading the config");
+			server_reload(b);
+			continue;
+		}
 		log_info("received signal %d, shutting down", (int)si.ssi_signo);
 		loop_stop(b->loop);
 	}
@@ -239,6 +271,7 @@ static int server_signals(struct broker *b)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	server_signal_io.fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -265,6 +298,7 @@ static void server_housekeeping(struct loop_timer *t)
 		last_ckpt = now;
 	}
 	produce_flush_policy(b, now);
+	conn_close_idle(now); /* connections.max.idle.ms */
 	loop_timer_set(b->loop, t, now + HOUSEKEEPING_MS);
 }
 

@@ -883,11 +883,15 @@ int part_sync(struct part *part)
 	return rc;
 }
 
-void part_start_writeback(struct part *part)
+void part_start_writeback(struct part *part, int64_t min_bytes)
 {
 	struct seg *seg = part_active(part);
 
-	if (seg->size > part->writeback_pos) /* after a roll the position starts again */
+	if (seg->size < part->writeback_pos)
+		part->writeback_pos = 0; /* rolled: a new active segment */
+	if (seg->size - part->writeback_pos < min_bytes)
+		return;
+	if (seg->size > part->writeback_pos)
 		sync_file_range(seg->log->fd, part->writeback_pos, seg->size - part->writeback_pos,
 				SYNC_FILE_RANGE_WRITE);
 	part->writeback_pos = seg->size;

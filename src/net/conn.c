@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 
 #include "net/send.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define CONN_RBUF_BYTES (64 * 1024)
@@ -64,6 +65,7 @@ struct conn {
 	struct conn *live_prev, *live_next; /* open connections */
 	struct conn *wait_next; /* on conn_waiting (holds a reference) */
 	bool waiting;
+	int64_t active_ms;  /* clock_mono_ms() of the last I/O or finished request */
 };
 
 static struct conn *conn_reap_list;
@@ -128,6 +130,7 @@ int conn_new(struct loop *loop, int fd, const struct conn_cfg *cfg, struct conn 
 	c->cfg = *cfg;
 	c->refs = 1;
 	c->id = conn_next_id++;
+	c->active_ms = clock_mono_ms();
 	conn_peer_name(c);
 	err = loop_add(loop, &c->io, EPOLLIN);
 	if (err)
@@ -188,6 +191,22 @@ void conn_close_all(void)
 		c->waiting = false;
 		conn_put(c);
 	}
+}
+
+int conn_close_idle(int64_t now_ms)
+{
+	struct conn *c = conn_live, *next;
+	int n = 0;
+
+	for (; c; c = next) {
+		next = c->live_next; /* conn_close() unlinks c */
+		if (c->cfg.idle_ms_max <= 0 || c->nslots > 0 || now_ms - c->active_ms <= c->cfg.idle_ms_max)
+			continue;
+		log_debug(LOGC_NET, "net", "%s: idle for %lld ms", c->peer, (long long)(now_ms - c->active_ms));
+		conn_close(c, NULL);
+		n++;
+	}
+	return n;
 }
 
 void conn_resume(void)
@@ -405,6 +424,7 @@ void conn_slot_done(struct conn *c, struct conn_slot *slot, struct wr *w)
 {
 	conn_queued_bytes -= slot->req_bytes;
 	slot->req_bytes = 0;
+	c->active_ms = clock_mono_ms();
 	if (w) {
 		slot->w = *w;
 		wr_reset(w);
@@ -531,6 +551,7 @@ static void conn_on_io(struct loop_io *io, uint32_t events)
 
 	if (c->closed)
 		return;
+	c->active_ms = clock_mono_ms();
 	conn_get(c);
 	if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN))
 		conn_close(c, NULL);

@@ -41,6 +41,7 @@ typedef void conn_closed_fn(struct conn *c);
 struct conn_cfg {
 	int32_t frame_bytes_max;   /* socket.request.max.bytes */
 	int64_t out_bytes_max;     /* responses queued before reading pauses */
+	int64_t idle_ms_max;       /* connections.max.idle.ms: conn_close_idle(); <= 0 never */
 	conn_request_fn *on_request;
 	conn_closed_fn *on_closed; /* may be NULL */
 };
@@ -66,6 +67,14 @@ void conn_slot_done(struct conn *c, struct conn_slot *slot, struct wr *w);
 
 /* Closes every open connection (shutdown). */
 void conn_close_all(void);
+/*
+ * Closes connections idle for longer than their cfg.idle_ms_max at now_ms
+ * (clock_mono_ms()): no bytes read or written and no request in flight
+ * (a parked request, or replies not yet written, keep a connection open;
+ * its idle time starts when the last of them is finished).  Call
+ * periodically.  Returns the number closed.
+ */
+int conn_close_idle(int64_t now_ms);
 /* Frees connections closed since the last call; call between events. */
 void conn_reap(void);
 
