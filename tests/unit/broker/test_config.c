@@ -495,6 +495,40 @@ static void test_topic_defaults(void **state)
 	config_release(&cfg);
 }
 
+/* SIGHUP: dynamic keys move over (value and set flag), others stay. */
+static void test_update(void **state)
+{
+	struct broker_cfg cur, next;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(config_init(&cur), 0);
+	assert_int_equal(config_set(&cur, "log.retention.ms", "5000", err, sizeof(err)), 0);
+	assert_int_equal(config_init(&next), 0);
+	assert_int_equal(config_set(&next, "log.retention.bytes", "8000", err, sizeof(err)), 0);
+	assert_int_equal(config_set(&next, "log.debug", "net,txn", err, sizeof(err)), 0);
+	assert_int_equal(config_set(&next, "socket.request.max.bytes", "1000", err, sizeof(err)), 0);
+	assert_int_equal(config_set(&next, "log.dirs", "/elsewhere", err, sizeof(err)), 0);
+	/* log.retention.ms unset in next: back to null, the hours apply again */
+	assert_int_equal(config_update(&cur, &next), 3);
+	assert_true(cur.log_retention_bytes == 8000);
+	assert_true(config_is_set(&cur, "log.retention.bytes"));
+	assert_true(cur.log_retention_ms == CONF_UNSET64);
+	assert_false(config_is_set(&cur, "log.retention.ms"));
+	assert_true(config_retention_ms(&cur) == 168LL * 3600 * 1000);
+	assert_string_equal(cur.log_debug, "net,txn");
+	assert_int_equal(cur.socket_request_max_bytes, 104857600);
+	assert_false(config_is_set(&cur, "socket.request.max.bytes"));
+	assert_string_equal(cur.log_dirs, "./data");
+	config_release(&next); /* holds what was not taken (and cur's old strings) */
+	assert_int_equal(config_init(&next), 0);
+	assert_int_equal(config_set(&next, "log.retention.bytes", "8000", err, sizeof(err)), 0);
+	assert_int_equal(config_set(&next, "log.debug", "net,txn", err, sizeof(err)), 0);
+	assert_int_equal(config_update(&cur, &next), 0); /* the same file again: no change */
+	config_release(&next);
+	config_release(&cur);
+}
+
 static void test_topic_set_delete(void **state)
 {
 	struct broker_cfg cfg;
@@ -620,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_args),
 		cmocka_unit_test(test_topic_defaults),
+		cmocka_unit_test(test_update),
 		cmocka_unit_test(test_topic_set_delete),
 		cmocka_unit_test(test_topic_save_load),
 	};
