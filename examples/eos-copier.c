@@ -10,13 +10,17 @@
  *
  * On an abortable error the transaction is aborted and the consumer
  * rewound to the committed offsets; a fatal error (another copier with the
- * same --transactional-id fenced this one) ends the program with exit 1.
+ * same --transactional-id fenced this one) leaves the group and ends the
+ * program with exit 1 and one line on stderr:
+ *
+ *   eos-copier: fenced: another copier with the same transactional id 'T' took over (...); exiting
  *
  *   eos-copier --bootstrap-server H:P --from A --to B --group G --transactional-id T
  *              [--txn-messages 500] [--txn-ms 100] [--idle-exit-ms 0] [--session-timeout-ms 10000]
  */
 #include <ctype.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,9 @@
 
 static volatile sig_atomic_t copier_stop;
 static rd_kafka_t *copier_producer;
+static rd_kafka_t *copier_consumer;
+static const char *copier_tid;		/* --transactional-id, for the fencing message */
+static int copier_in_txn;		/* a transaction is open (the rebalance callback aborts it) */
 
 static const struct opt_def copier_defs[] = {
 	{ "bootstrap-server", true, false, "<host:port>", "The broker to connect to." },
@@ -63,6 +70,32 @@ static void on_signal(int sig)
 static void die(const char *what, const char *why)
 {
 	fprintf(stderr, "eos-copier: %s: %s\n", what, why);
+	exit(1);
+}
+
+/*
+ * Ends the program after a fatal producer error, which for a transactional
+ * producer nearly always means a newer copier with the same transactional id
+ * fenced this one.  Unless called from the rebalance callback (leave_group
+ * false, where closing is not allowed), it first leaves the group so the
+ * partitions move to the newer copier at once instead of after the session
+ * timeout.  Nothing is committed: enable.auto.commit is off.
+ */
+static void copier_fatal(const char *what, const char *why, bool leave_group)
+{
+	char reason[512];
+	rd_kafka_resp_err_t err = rd_kafka_fatal_error(copier_producer, reason, sizeof(reason));
+
+	if (err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+	    err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
+		fprintf(stderr, "eos-copier: fenced: another copier with the same transactional id '%s' took over "
+				"(%s: %s); exiting\n", copier_tid, what, why);
+	else
+		fprintf(stderr, "eos-copier: fatal error in %s: %s; exiting\n", what, why);
+	if (leave_group && copier_consumer) {
+		copier_in_txn = 0;
+		rd_kafka_consumer_close(copier_consumer);
+	}
 	exit(1);
 }
 
@@ -114,19 +147,16 @@ static int copier_txn_error(rd_kafka_t *consumer, rd_kafka_error_t *e, const cha
 
 	if (!e)
 		return 0;
-	if (rd_kafka_error_is_fatal(e)) {
-		fprintf(stderr, "eos-copier: fatal error in %s: %s (fenced by another copier with the same "
-				"transactional id?)\n", what, rd_kafka_error_string(e));
-		exit(1);
-	}
+	if (rd_kafka_error_is_fatal(e))
+		copier_fatal(what, rd_kafka_error_string(e), true);
 	if (rd_kafka_error_txn_requires_abort(e)) {
 		fprintf(stderr, "eos-copier: %s: %s: aborting and rewinding\n", what, rd_kafka_error_string(e));
 		rd_kafka_error_t *ae = rd_kafka_abort_transaction(copier_producer, -1);
 
 		if (ae) {
-			fprintf(stderr, "eos-copier: abort failed: %s\n", rd_kafka_error_string(ae));
 			if (rd_kafka_error_is_fatal(ae))
-				exit(1);
+				copier_fatal("abort_transaction", rd_kafka_error_string(ae), true);
+			fprintf(stderr, "eos-copier: abort failed: %s\n", rd_kafka_error_string(ae));
 			rd_kafka_error_destroy(ae);
 		}
 		copier_rewind(consumer);
@@ -163,16 +193,18 @@ static int copier_commit(rd_kafka_t *consumer)
 	return rc < 0 ? -1 : 0;
 }
 
-static void copier_begin(void)
+/* leave_group: see copier_fatal() (false inside the rebalance callback). */
+static void copier_begin(bool leave_group)
 {
 	rd_kafka_error_t *e = rd_kafka_begin_transaction(copier_producer);
 
+	if (e && rd_kafka_error_is_fatal(e))
+		copier_fatal("begin_transaction", rd_kafka_error_string(e), leave_group);
 	if (e)
 		die("begin_transaction", rd_kafka_error_string(e));
 }
 
 /* Rebalance: a revoke aborts the open transaction (its offsets may belong to another member now). */
-static int copier_in_txn;
 
 static void copier_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
 			     void *opaque)
@@ -187,10 +219,10 @@ static void copier_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_t
 
 		if (e) {
 			if (rd_kafka_error_is_fatal(e))
-				die("abort on revoke", rd_kafka_error_string(e));
+				copier_fatal("abort on revoke", rd_kafka_error_string(e), false);
 			rd_kafka_error_destroy(e);
 		}
-		copier_begin();
+		copier_begin(false);
 	}
 	rd_kafka_assign(rk, NULL);
 }
@@ -209,6 +241,8 @@ static void copier_produce(const rd_kafka_message_t *m, const char *to)
 
 		if (!err)
 			return;
+		if (err == RD_KAFKA_RESP_ERR__FATAL)
+			copier_fatal("produce", rd_kafka_err2str(err), true);
 		if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
 			die("produce", rd_kafka_err2str(err));
 		rd_kafka_poll(copier_producer, 50);
@@ -235,6 +269,7 @@ int main(int argc, char **argv)
 	to = opt_str(o, "to", NULL);
 	group = opt_str(o, "group", NULL);
 	tid = opt_str(o, "transactional-id", NULL);
+	copier_tid = tid;
 	tto = opt_str(o, "transaction-timeout-ms", "10000");
 	txn_msgs = opt_int(o, "txn-messages", 500, 1, 1000000);
 	txn_ms = opt_int(o, "txn-ms", 100, 1, 3600000);
@@ -260,6 +295,7 @@ int main(int argc, char **argv)
 		consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
 		if (!consumer)
 			die("consumer", err);
+		copier_consumer = consumer;
 	}
 	rd_kafka_poll_set_consumer(consumer);
 	e = rd_kafka_init_transactions(copier_producer, 60000);
@@ -271,7 +307,7 @@ int main(int argc, char **argv)
 		die("subscribe", from);
 	rd_kafka_topic_partition_list_destroy(sub);
 
-	copier_begin();
+	copier_begin(true);
 	copier_in_txn = 1;
 	last_msg = now_ms();
 	while (!copier_stop) {
@@ -292,7 +328,7 @@ int main(int argc, char **argv)
 		if (n > 0 && (n >= txn_msgs || now_ms() - txn_start >= txn_ms)) {
 			copier_commit(consumer);
 			n = 0;
-			copier_begin();
+			copier_begin(true);
 		}
 		if (idle_ms > 0 && n == 0 && now_ms() - last_msg > idle_ms)
 			break;

@@ -385,8 +385,10 @@ int16_t txn_init_producer(struct txn_coord *tc, struct kstr id, int32_t timeout_
 	return err;
 }
 
-int16_t txn_verify(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch,
-		   bool need_ongoing)
+/* The preamble of every call from a transactional producer: coordinator loaded, id known, epoch current.
+ * OUT: *txn_out, set only when KERR_NONE is returned. */
+static int16_t txn_lookup(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch,
+			  struct txn **txn_out)
 {
 	struct txn *txn;
 	int16_t err;
@@ -397,6 +399,17 @@ int16_t txn_verify(struct txn_coord *tc, struct kstr id, int64_t producer_id, in
 	if (!txn)
 		return KERR_INVALID_PRODUCER_ID_MAPPING;
 	err = txn_check_epoch(txn, producer_id, producer_epoch);
+	if (!err)
+		*txn_out = txn;
+	return err;
+}
+
+int16_t txn_verify(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch,
+		   bool need_ongoing)
+{
+	struct txn *txn;
+	int16_t err = txn_lookup(tc, id, producer_id, producer_epoch, &txn);
+
 	if (err)
 		return err;
 	if (txn->state == TXN_PREPARE_COMMIT || txn->state == TXN_PREPARE_ABORT)
@@ -443,14 +456,8 @@ out_undo:
 int16_t txn_end(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch, bool commit)
 {
 	struct txn *txn;
-	int16_t err;
+	int16_t err = txn_lookup(tc, id, producer_id, producer_epoch, &txn);
 
-	if (!tc->parts)
-		return KERR_COORDINATOR_NOT_AVAILABLE;
-	txn = txn_find(tc, id);
-	if (!txn)
-		return KERR_INVALID_PRODUCER_ID_MAPPING;
-	err = txn_check_epoch(txn, producer_id, producer_epoch);
 	if (err)
 		return err;
 	switch (txn->state) {

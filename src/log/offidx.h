@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "util/fdref.h"
+#include "log/idxfile.h"
 
 #define OFFIDX_ENTRY_SIZE 8
 
@@ -34,11 +34,7 @@ struct offidx_ent {
 };
 
 struct offidx {
-	struct fdref *ref;      /* the .index file (the flusher holds references) */
-	struct offidx_ent *e;   /* entries, ascending */
-	int32_t n, cap;
-	int32_t max_n;          /* segment.index.bytes / 8: the segment rolls when full */
-	bool bad;               /* file size was not a multiple of the entry size */
+	struct idxfile f;       /* the .index file; f.e holds struct offidx_ent, ascending */
 };
 
 /* Opens (creating or, with trunc, emptying) the file at path and loads its entries. */
@@ -52,7 +48,12 @@ int offidx_append(struct offidx *oi, int32_t rel, int32_t pos);
 /* Position of the last entry with rel <= target, 0 if none. */
 int32_t offidx_lookup(const struct offidx *oi, int32_t rel);
 /* Drops every entry (memory and file). */
-int offidx_reset(struct offidx *oi);
-static inline bool offidx_full(const struct offidx *oi) { return oi->n >= oi->max_n; }
+static inline int offidx_reset(struct offidx *oi) { return idxfile_reset(&oi->f); }
+static inline bool offidx_full(const struct offidx *oi) { return idxfile_full(&oi->f); }
+/* Entry i, 0 <= i < oi->f.n. */
+static inline const struct offidx_ent *offidx_ent(const struct offidx *oi, int32_t i)
+{
+	return idxfile_ent(&oi->f, i);
+}
 
 #endif

@@ -425,7 +425,7 @@ void part_close(struct part *part)
 
 	seg_seal(part_active(part));
 	rc = part_sync(part);
-	if (!rc && (fdatasync(part_active(part)->oi.ref->fd) < 0 || fdatasync(part_active(part)->ti.ref->fd) < 0))
+	if (!rc && (fdatasync(part_active(part)->oi.f.ref->fd) < 0 || fdatasync(part_active(part)->ti.f.ref->fd) < 0))
 		rc = -errno; /* part_sync leaves the active segment's indexes out */
 	if (rc)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
@@ -843,8 +843,8 @@ static int sync_collect(struct part *part, struct sync_set *s)
 		s->refs[s->n++] = fdref_get(part->segs[i]->log);
 		if (i == part->nsegs - 1)
 			break;
-		s->refs[s->n++] = fdref_get(part->segs[i]->oi.ref);
-		s->refs[s->n++] = fdref_get(part->segs[i]->ti.ref);
+		s->refs[s->n++] = fdref_get(part->segs[i]->oi.f.ref);
+		s->refs[s->n++] = fdref_get(part->segs[i]->ti.f.ref);
 	}
 	s->leo = part->leo;
 	s->unflushed = part->unflushed;

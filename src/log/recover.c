@@ -82,19 +82,20 @@ static int load_tail(struct seg *seg, int64_t fsize, int32_t interval, uint8_t *
 {
 	const struct offidx *oi = &seg->oi;
 	const struct timeidx *ti = &seg->ti;
-	int64_t start = oi->n ? oi->e[oi->n - 1].pos : 0;
+	bool indexed = oi->f.n > 0;
+	int64_t start = indexed ? offidx_ent(oi, oi->f.n - 1)->pos : 0;
+	int64_t start_last = indexed ? seg->base_offset + offidx_ent(oi, oi->f.n - 1)->rel : 0;
 	struct seg_iter it;
 	struct batch_hdr h;
 	int rc;
 
-	if (ti->n) {
-		seg->max_ts = ti->e[ti->n - 1].ts;
-		seg->max_ts_offset = seg->base_offset + ti->e[ti->n - 1].rel;
+	if (ti->f.n) {
+		seg->max_ts = timeidx_ent(ti, ti->f.n - 1)->ts;
+		seg->max_ts_offset = seg->base_offset + timeidx_ent(ti, ti->f.n - 1)->rel;
 	}
 	seg_iter_init(&it, seg, start, fsize, false, buf, cap);
 	while ((rc = seg_iter_next(&it, &h)) == 1) {
-		if (it.pos == start && oi->n &&
-		    records_last_offset(&h) != seg->base_offset + oi->e[oi->n - 1].rel)
+		if (it.pos == start && indexed && records_last_offset(&h) != start_last)
 			return -EBADMSG;
 		seg_index_batch(seg, &h, it.pos, interval);
 		seg_iter_skip(&it, &h);
@@ -102,7 +103,7 @@ static int load_tail(struct seg *seg, int64_t fsize, int32_t interval, uint8_t *
 	seg->size = it.pos;
 	if (rc)
 		return rc;
-	if (seg->max_ts_offset >= seg->next_offset || (oi->n && seg->next_offset == seg->base_offset))
+	if (seg->max_ts_offset >= seg->next_offset || (oi->f.n && seg->next_offset == seg->base_offset))
 		return -EBADMSG;
 	return load_roll_ts(seg, fsize, buf, cap);
 }

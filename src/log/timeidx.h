@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "util/fdref.h"
+#include "log/idxfile.h"
 
 #define TIMEIDX_ENTRY_SIZE 12
 
@@ -30,11 +30,7 @@ struct timeidx_ent {
 };
 
 struct timeidx {
-	struct fdref *ref;
-	struct timeidx_ent *e;
-	int32_t n, cap;
-	int32_t max_n;          /* segment.index.bytes / 12 */
-	bool bad;               /* file size was not a multiple of the entry size */
+	struct idxfile f;       /* the .timeindex file; f.e holds struct timeidx_ent, ascending */
 };
 
 int timeidx_open(struct timeidx *ti, const char *path, int32_t max_n, bool trunc);
@@ -45,7 +41,12 @@ bool timeidx_valid(const struct timeidx *ti, int64_t max_rel);
 int timeidx_maybe_append(struct timeidx *ti, int64_t ts, int32_t rel);
 /* Offset of the last entry with ts <= target, -1 if none. */
 int32_t timeidx_lookup(const struct timeidx *ti, int64_t ts);
-int timeidx_reset(struct timeidx *ti);
-static inline bool timeidx_full(const struct timeidx *ti) { return ti->n >= ti->max_n; }
+static inline int timeidx_reset(struct timeidx *ti) { return idxfile_reset(&ti->f); }
+static inline bool timeidx_full(const struct timeidx *ti) { return idxfile_full(&ti->f); }
+/* Entry i, 0 <= i < ti->f.n. */
+static inline const struct timeidx_ent *timeidx_ent(const struct timeidx *ti, int32_t i)
+{
+	return idxfile_ent(&ti->f, i);
+}
 
 #endif

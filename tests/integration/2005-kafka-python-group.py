@@ -22,7 +22,11 @@ N = 25  # per partition
 
 
 def test():
-    with Broker(overrides={"group.initial.rebalance.delay.ms": "0"}) as b:
+    # Both consumers must join the first generation: if one started alone it
+    # would read partitions it then hands over uncommitted, and the other
+    # would read them again (at-least-once, correct, but not this test).
+    # group.initial.rebalance.delay.ms is Kafka's knob for exactly that.
+    with Broker(overrides={"group.initial.rebalance.delay.ms": "2000"}) as b:
         admin = KafkaAdminClient(bootstrap_servers=b.bootstrap, request_timeout_ms=10000)
         admin.create_topics([NewTopic(TOPIC, 4, 1)])
         prod = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all")

@@ -121,8 +121,8 @@ def test():
         check(not hung1, "the fenced copier exits by itself (it hung and was killed)")
         check(rc1 not in (0, None) and rc1 > 0, "the fenced copier exits with a non-zero status, not a signal "
               "(got %s)" % rc1)
-        check("fenced" in err1.lower() and "transactional id" in err1,
-              "the fenced copier says on stderr that it was fenced by a copier with the same transactional id")
+        check("eos-copier: fenced: another copier with the same transactional id 'fence-copier-1' took over"
+              in err1, "the fenced copier says on stderr that a copier with the same transactional id fenced it")
 
         feeder.join(30)
         check(not feeder.is_alive(), "the source producer finished")
