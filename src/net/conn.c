@@ -5,14 +5,15 @@
  * does not fit is given its own buffer of exactly its size and the rest is
  * read straight into it, so large produce requests are copied at most once.
  *
- * queued.max.request.bytes: every request frame is counted from the moment
- * its bytes arrive until its slot is finished (the reply is queued or
- * dropped); a large frame still being read counts the bytes received so
- * far, so a client that announces a big frame and stalls holds only what
- * it sent (the untouched rest of its buffer is not resident).  Past the limit no connection starts a new frame: they stop
- * reading and wait in conn_waiting; a frame already being read is finished
- * (its memory is already counted), so the limit can never deadlock.
- * conn_resume() re-arms the waiters once the total is below the limit.
+ * queued.max.request.bytes (Kafka's memory pool): a request frame is counted
+ * whole from the moment its size is read and its buffer allocated, until its
+ * slot is finished (the reply is queued or dropped).  A frame that would take
+ * the total past the limit is not started: that connection stops reading and
+ * waits in conn_waiting, unless nothing at all is counted (so one frame of
+ * any allowed size can always proceed and the limit cannot deadlock).
+ * conn_resume() re-arms the waiters once the total is below the limit.  As in
+ * Kafka, a client that announces a large frame and stalls holds its
+ * reservation until connections.max.idle.ms closes it.
  */
 #include "net/conn.h"
 
@@ -65,6 +66,7 @@ struct conn {
 	struct conn *live_prev, *live_next; /* open connections */
 	struct conn *wait_next; /* on conn_waiting (holds a reference) */
 	bool waiting;
+	int32_t want_len;       /* a large frame waiting for queued.max.request.bytes room */
 	int64_t active_ms;  /* clock_mono_ms() of the last I/O or finished request */
 };
 
@@ -83,9 +85,16 @@ static bool conn_global_full(void)
 	return conn_queued_max > 0 && conn_queued_bytes >= conn_queued_max;
 }
 
+/* Whether a frame of len bytes may be reserved now. */
+static bool conn_global_fits(int32_t len)
+{
+	return conn_queued_max <= 0 || conn_queued_bytes == 0 || conn_queued_bytes + len <= conn_queued_max;
+}
+
 static void conn_on_io(struct loop_io *io, uint32_t events);
 static void conn_send(struct conn *c);
 static void conn_update_events(struct conn *c);
+static bool conn_paused(const struct conn *c);
 
 static void conn_peer_name(struct conn *c)
 {
@@ -165,7 +174,7 @@ static void conn_free(struct conn *c)
 		free(s);
 	}
 	if (c->frame)
-		conn_queued_bytes -= c->frame_got;
+		conn_queued_bytes -= c->frame_len;
 	free(c->frame);
 	free(c->rbuf);
 	free(c);
@@ -222,7 +231,7 @@ void conn_resume(void)
 
 		list = c->wait_next;
 		c->waiting = false;
-		if (!c->closed && !conn_global_full())
+		if (!c->closed && !conn_paused(c))
 			conn_send(c); /* parses what is buffered, re-arms EPOLLIN */
 		else if (!c->closed)
 			conn_update_events(c); /* back on the list */
@@ -312,6 +321,8 @@ static bool conn_paused(const struct conn *c)
 {
 	if (conn_paused_self(c))
 		return true;
+	if (c->want_len && !c->frame)
+		return !conn_global_fits(c->want_len);
 	if (!conn_global_full() || c->frame)
 		return false;
 	return c->nslots > 0 || c->rlen >= CONN_RBUF_BYTES;
@@ -473,8 +484,11 @@ static void conn_parse(struct conn *c)
 			conn_close(c, "bad frame size");
 			break;
 		}
-		if (conn_global_full() && c->rlen - at - 4 < (size_t)len)
-			break; /* over queued.max.request.bytes: start no large frame */
+		if (c->rlen - at - 4 < (size_t)len && !conn_global_fits(len)) {
+			c->want_len = len; /* queued.max.request.bytes: wait before reserving it */
+			break;
+		}
+		c->want_len = 0;
 		frame = malloc((size_t)len);
 		if (!frame) {
 			conn_close(c, "out of memory for request frame");
@@ -486,7 +500,7 @@ static void conn_parse(struct conn *c)
 			c->frame_len = len;
 			c->frame_got = (int32_t)(c->rlen - at - 4);
 			memcpy(frame, p + 4, (size_t)c->frame_got);
-			conn_queued_bytes += c->frame_got;
+			conn_queued_bytes += len; /* reserved whole */
 			at = c->rlen;
 			break;
 		}
@@ -515,7 +529,6 @@ static ssize_t conn_read_some(struct conn *c)
 		return -errno;
 	if (n > 0 && c->frame) {
 		c->frame_got += (int32_t)n;
-		conn_queued_bytes += n;
 		if (c->frame_got == c->frame_len) {
 			uint8_t *frame = c->frame;
 
