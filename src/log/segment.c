@@ -166,18 +166,28 @@ void seg_iter_init(struct seg_iter *it, struct seg *seg, int64_t pos, int64_t en
 	it->cap = cap;
 	it->win_pos = 0;
 	it->win_len = 0;
+	it->win_want = SEG_ITER_FIRST_READ;
 }
 
-/* Makes [pos, pos + n) available at *p through the window; n <= it->cap. */
+/*
+ * Makes [pos, pos + n) available at *p through the window; n <= it->cap.
+ * The first read is small (a fetch usually needs the header of the batch
+ * an index entry points near, not the record data after it) and each
+ * further miss doubles the read, so long scans still read in big chunks.
+ */
 static int iter_window(struct seg_iter *it, int64_t pos, size_t n, const uint8_t **p)
 {
-	size_t want = it->cap;
+	size_t want = it->win_want > n ? it->win_want : n;
 	ssize_t got;
 
 	if (pos >= it->win_pos && pos + (int64_t)n <= it->win_pos + (int64_t)it->win_len) {
 		*p = it->buf + (pos - it->win_pos);
 		return 0;
 	}
+	if (want > it->cap)
+		want = it->cap;
+	if (it->win_want < it->cap)
+		it->win_want *= 2;
 	if (it->end - pos < (int64_t)want)
 		want = (size_t)(it->end - pos);
 	got = pread(it->seg->log->fd, it->buf, want, (off_t)pos);

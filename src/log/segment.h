@@ -73,6 +73,9 @@ int seg_append(struct seg *seg, const uint8_t *blob, size_t len, int32_t index_i
 void seg_index_batch(struct seg *seg, const struct batch_hdr *h, int64_t pos,
 		     int32_t index_interval_bytes);
 
+/* First window read of an iterator (see iter_window in segment.c). */
+#define SEG_ITER_FIRST_READ 4096
+
 /* Walks batch headers of a segment file from a position. */
 struct seg_iter {
 	struct seg *seg;
@@ -85,6 +88,7 @@ struct seg_iter {
 	size_t cap;
 	int64_t win_pos;
 	size_t win_len;
+	size_t win_want;     /* next read size: starts small, doubles up to cap */
 };
 
 void seg_iter_init(struct seg_iter *it, struct seg *seg, int64_t pos, int64_t end, bool crc,
