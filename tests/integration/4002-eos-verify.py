@@ -18,8 +18,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from gregor import Broker, eq, check, log, main  # noqa: E402
+from eos import read_sink, verify_copy  # noqa: E402
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 N = int(os.environ.get("EOS_VERIFY_MESSAGES", "20000"))
@@ -47,28 +48,6 @@ def produce_source(b, topic):
     eq(p.flush(60), 0, "source messages left unflushed")
 
 
-def read_sink(b, topic, isolation, want, timeout_s=60):
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "verify-%s" % isolation,
-                  "isolation.level": isolation, "enable.auto.commit": False,
-                  "enable.partition.eof": True, "fetch.wait.max.ms": 100})
-    c.assign([TopicPartition(topic, p, 0) for p in range(PARTS)])
-    got = {p: [] for p in range(PARTS)}
-    eofs, total = set(), 0
-    deadline = time.time() + timeout_s
-    while time.time() < deadline and (len(eofs) < PARTS or total < want):
-        for m in c.consume(1000, 0.5):
-            if m.error():
-                if m.error().code() == -191:
-                    eofs.add(m.partition())
-                    continue
-                raise KafkaException(m.error())
-            eofs.discard(m.partition())
-            got[m.partition()].append(m.value().decode())
-            total += 1
-    c.close()
-    return got
-
-
 def sink_hw(b, sink):
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "hw", "isolation.level": "read_uncommitted"})
     n = sum(c.get_watermark_offsets(TopicPartition(sink, p), timeout=10, cached=False)[1] for p in range(PARTS))
@@ -83,27 +62,6 @@ def start_copier(b, src, sink):
                              "--transaction-timeout-ms", "10000", "--idle-exit-ms", "4000",
                              "--session-timeout-ms", "6000"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def verify(got):
-    seen = dups = order_bad = bad_case = 0
-    count = {}
-    for p, vals in got.items():
-        last = -1
-        for v in vals:
-            seen += 1
-            if not v.startswith("MSG-"):
-                bad_case += 1
-                continue
-            i = int(v[4:])
-            count[i] = count.get(i, 0) + 1
-            if count[i] > 1:
-                dups += 1
-            if i % PARTS != p or i <= last:
-                order_bad += 1
-            last = max(last, i)
-    missing = sum(1 for i in range(N) if i not in count)
-    return seen, dups, missing, order_bad, bad_case
 
 
 def test():
@@ -142,14 +100,14 @@ def test():
                 _, err = cp.communicate()
             if cp.returncode != 0:
                 log("copier exit %d: %s" % (cp.returncode, err.decode(errors="replace")[-2000:]))
-            got = read_sink(b, sink, "read_committed", N, 20)
+            got = read_sink(b, sink, PARTS, "read_committed", N, 20)
             if sum(len(v) for v in got.values()) >= N:
                 break
-        seen, dups, missing, order_bad, bad_case = verify(got)
+        seen, dups, missing, order_bad, bad_case = verify_copy(got, N, PARTS)
         log("read_committed: expected %d, seen %d, duplicates %d, missing %d, out of order %d, not upper-case %d"
             % (N, seen, dups, missing, order_bad, bad_case))
-        unc = read_sink(b, sink, "read_uncommitted", N, 20)
-        useen, udups, umissing, _, _ = verify(unc)
+        unc = read_sink(b, sink, PARTS, "read_uncommitted", N, 20)
+        useen, udups, umissing, _, _ = verify_copy(unc, N, PARTS)
         log("read_uncommitted: seen %d, duplicates %d, missing %d" % (useen, udups, umissing))
         eq((seen, dups, missing, order_bad, bad_case), (N, 0, 0, 0, 0),
            "(seen, duplicates, missing, out of order, bad case)")

@@ -16,8 +16,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from gregor import Broker, eq, check, log, main, wait_until  # noqa: E402
+from eos import read_sink, verify_copy  # noqa: E402
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 N = 6000              # input messages: N // 3 before the first copier starts, the rest while copiers run
@@ -72,27 +73,6 @@ def finish(cp, timeout_s):
     return cp.returncode, err.decode(errors="replace"), hung
 
 
-def read_committed(b, sink, want, timeout_s=15):
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "verify", "isolation.level": "read_committed",
-                  "enable.auto.commit": False, "enable.partition.eof": True, "fetch.wait.max.ms": 100})
-    c.assign([TopicPartition(sink, p, 0) for p in range(PARTS)])
-    got = {p: [] for p in range(PARTS)}
-    eofs, total = set(), 0
-    deadline = time.time() + timeout_s
-    while time.time() < deadline and (len(eofs) < PARTS or total < want):
-        for m in c.consume(1000, 0.5):
-            if m.error():
-                if m.error().code() == -191:
-                    eofs.add(m.partition())
-                    continue
-                raise KafkaException(m.error())
-            eofs.discard(m.partition())
-            got[m.partition()].append(m.value().decode())
-            total += 1
-    c.close()
-    return got
-
-
 def test():
     check(os.access(COPIER, os.X_OK), "eos-copier is built at %s" % COPIER)
     t0 = time.time()
@@ -131,22 +111,8 @@ def test():
         check(not hung2, "the second copier exits on idle")
         eq(rc2, 0, "the second copier's exit status")
 
-        got = read_committed(b, sink, N)
-        seen = dups = order_bad = bad_case = 0
-        count = {}
-        for p, vals in got.items():
-            last = -1
-            for v in vals:
-                seen += 1
-                if not v.startswith("MSG-"):
-                    bad_case += 1
-                    continue
-                i = int(v[4:])
-                count[i] = count.get(i, 0) + 1
-                dups += count[i] > 1
-                order_bad += i % PARTS != p or i <= last
-                last = max(last, i)
-        missing = sum(1 for i in range(N) if i not in count)
+        got = read_sink(b, sink, PARTS, "read_committed", N, 15)
+        seen, dups, missing, order_bad, bad_case = verify_copy(got, N, PARTS)
         log("read_committed: expected %d, seen %d, duplicates %d, missing %d, out of order %d, not upper-case %d"
             % (N, seen, dups, missing, order_bad, bad_case))
         eq((seen, dups, missing, order_bad, bad_case), (N, 0, 0, 0, 0),

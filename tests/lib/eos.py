@@ -1,0 +1,51 @@
+"""Shared pieces of the exactly-once tests (4002, 4006): reading a sink
+topic back under an isolation level, and checking it against the numbered
+source messages "msg-%07d" that eos-copier upper-cases."""
+
+import time
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+
+def read_sink(b, topic, parts, isolation, want, timeout_s=60):
+    """Values per partition, read until every partition is at its end and at least want seen."""
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "verify-%s" % isolation,
+                  "isolation.level": isolation, "enable.auto.commit": False,
+                  "enable.partition.eof": True, "fetch.wait.max.ms": 100})
+    c.assign([TopicPartition(topic, p, 0) for p in range(parts)])
+    got = {p: [] for p in range(parts)}
+    eofs, total = set(), 0
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and (len(eofs) < parts or total < want):
+        for m in c.consume(1000, 0.5):
+            if m.error():
+                if m.error().code() == -191:  # _PARTITION_EOF
+                    eofs.add(m.partition())
+                    continue
+                raise KafkaException(m.error())
+            eofs.discard(m.partition())
+            got[m.partition()].append(m.value().decode())
+            total += 1
+    c.close()
+    return got
+
+
+def verify_copy(got, n, parts):
+    """(seen, duplicates, missing, out of order, not upper-case) for inputs 0..n-1,
+    input i being expected in partition i % parts, in increasing order."""
+    seen = dups = order_bad = bad_case = 0
+    count = {}
+    for p, vals in got.items():
+        last = -1
+        for v in vals:
+            seen += 1
+            if not v.startswith("MSG-"):
+                bad_case += 1
+                continue
+            i = int(v[4:])
+            count[i] = count.get(i, 0) + 1
+            dups += count[i] > 1
+            order_bad += i % parts != p or i <= last
+            last = max(last, i)
+    missing = sum(1 for i in range(n) if i not in count)
+    return seen, dups, missing, order_bad, bad_case
