@@ -299,20 +299,43 @@ static void group_store_offset_kv(struct wr *w, struct kstr group, const struct 
 	sp->value_len = (int32_t)(w->len - sp->value_at);
 }
 
+/*
+ * Builds one batch of the n key/value records laid out in scratch (sp) and
+ * appends it: a plain batch, or a transactional one of producer_id >= 0.
+ */
+static int group_store_append(struct part *part, const struct wr *scratch, const struct group_store_span *sp,
+			      int n, int64_t producer_id, int16_t producer_epoch, int64_t now_ms)
+{
+	struct rec_kv *kv = calloc((size_t)(n > 0 ? n : 1), sizeof(*kv));
+	struct part_append_info info;
+	struct wr batch;
+	int err = !kv ? -ENOMEM : scratch->err;
+
+	wr_init(&batch);
+	for (int i = 0; !err && i < n; i++)
+		kv[i] = (struct rec_kv){ scratch->buf + sp[i].key_at, (int32_t)sp[i].key_len,
+					 sp[i].value_len < 0 ? NULL : scratch->buf + sp[i].value_at, sp[i].value_len };
+	if (!err)
+		err = producer_id < 0 ? records_build(&batch, 0, now_ms, kv, n)
+				      : records_build_txn(&batch, now_ms, producer_id, producer_epoch, kv, n);
+	if (!err)
+		err = batch.err ? batch.err : part_append(part, batch.buf, batch.len, now_ms, &info);
+	wr_release(&batch);
+	free(kv);
+	return err;
+}
+
 int group_store_write(struct group_store *gs, struct kstr group, const struct group_offset *offs, int n,
 		      bool tombstone, const struct group_store_meta *meta, bool meta_tombstone,
 		      int64_t now_ms, struct part **part_out)
 {
 	int nrec = n + (meta || meta_tombstone), err;
 	struct group_store_span *sp = calloc((size_t)(nrec ? nrec : 1), sizeof(*sp));
-	struct rec_kv *kv = calloc((size_t)(nrec ? nrec : 1), sizeof(*kv));
 	struct part *part = gs->parts[group_store_partition_of(gs, group)];
-	struct part_append_info info;
-	struct wr scratch, batch;
+	struct wr scratch;
 
 	wr_init(&scratch);
-	wr_init(&batch);
-	err = !sp || !kv ? -ENOMEM : nrec == 0 ? -EINVAL : 0;
+	err = !sp ? -ENOMEM : nrec == 0 ? -EINVAL : 0;
 	for (int i = 0; !err && i < n; i++)
 		group_store_offset_kv(&scratch, group, &offs[i], tombstone, &sp[i]);
 	if (!err && nrec > n) {
@@ -327,20 +350,11 @@ int group_store_write(struct group_store *gs, struct kstr group, const struct gr
 			sp[n].value_len = (int32_t)(scratch.len - sp[n].value_at);
 		}
 	}
-	if (!err && scratch.err)
-		err = scratch.err;
-	for (int i = 0; !err && i < nrec; i++)
-		kv[i] = (struct rec_kv){ scratch.buf + sp[i].key_at, (int32_t)sp[i].key_len,
-					 sp[i].value_len < 0 ? NULL : scratch.buf + sp[i].value_at, sp[i].value_len };
 	if (!err)
-		err = records_build(&batch, 0, now_ms, kv, nrec);
-	if (!err)
-		err = batch.err ? batch.err : part_append(part, batch.buf, batch.len, now_ms, &info);
+		err = group_store_append(part, &scratch, sp, nrec, -1, -1, now_ms);
 	if (!err)
 		*part_out = part;
 	wr_release(&scratch);
-	wr_release(&batch);
-	free(kv);
 	free(sp);
 	return err;
 }
@@ -351,31 +365,19 @@ int group_store_write_txn(struct group_store *gs, struct kstr group, const struc
 			  int64_t producer_id, int16_t producer_epoch, int64_t now_ms, struct part **part_out)
 {
 	struct group_store_span *sp = calloc((size_t)(n > 0 ? n : 1), sizeof(*sp));
-	struct rec_kv *kv = calloc((size_t)(n > 0 ? n : 1), sizeof(*kv));
 	struct part *part = gs->parts[group_store_partition_of(gs, group)];
-	struct part_append_info info;
-	struct wr scratch, batch;
+	struct wr scratch;
 	int err;
 
 	wr_init(&scratch);
-	wr_init(&batch);
-	err = !sp || !kv ? -ENOMEM : n <= 0 ? -EINVAL : 0;
+	err = !sp ? -ENOMEM : n <= 0 ? -EINVAL : 0;
 	for (int i = 0; !err && i < n; i++)
 		group_store_offset_kv(&scratch, group, &offs[i], false, &sp[i]);
-	if (!err && scratch.err)
-		err = scratch.err;
-	for (int i = 0; !err && i < n; i++)
-		kv[i] = (struct rec_kv){ scratch.buf + sp[i].key_at, (int32_t)sp[i].key_len,
-					 scratch.buf + sp[i].value_at, sp[i].value_len };
 	if (!err)
-		err = records_build_txn(&batch, now_ms, producer_id, producer_epoch, kv, n);
-	if (!err)
-		err = batch.err ? batch.err : part_append(part, batch.buf, batch.len, now_ms, &info);
+		err = group_store_append(part, &scratch, sp, n, producer_id, producer_epoch, now_ms);
 	if (!err)
 		*part_out = part;
 	wr_release(&scratch);
-	wr_release(&batch);
-	free(kv);
 	free(sp);
 	return err;
 }
@@ -386,17 +388,6 @@ struct part *group_store_part(const struct group_store *gs, struct kstr group)
 }
 
 /* ---- decoding and loading ---- */
-
-static struct kstr group_store_rd_str(struct rd *r)
-{
-	int16_t len = rd_i16(r);
-	struct bytes b = { NULL, -1 };
-
-	if (len < 0)
-		return KSTR_NULL;
-	rd_view(r, (size_t)len, &b);
-	return (struct kstr){ (const char *)b.p, r->err ? -1 : len };
-}
 
 static struct bytes group_store_rd_bytes(struct rd *r)
 {
@@ -415,7 +406,7 @@ static int group_store_offset_value(struct rd *r, struct group_offset *o, struct
 
 	o->offset = rd_i64(r);
 	o->leader_epoch = v >= 3 ? rd_i32(r) : -1;
-	*meta = group_store_rd_str(r);
+	*meta = rd_kstr16(r);
 	o->commit_ts_ms = rd_i64(r);
 	if (v == 1)
 		rd_i64(r); /* expire timestamp */
@@ -427,10 +418,10 @@ static int group_store_meta_decode(struct rd *r, struct group_store_meta *m)
 	int16_t v = rd_i16(r);
 	int32_t n;
 
-	m->protocol_type = group_store_rd_str(r);
+	m->protocol_type = rd_kstr16(r);
 	m->generation = rd_i32(r);
-	m->protocol_name = group_store_rd_str(r);
-	m->leader = group_store_rd_str(r);
+	m->protocol_name = rd_kstr16(r);
+	m->leader = rd_kstr16(r);
 	m->state_ts_ms = v >= 2 ? rd_i64(r) : -1;
 	n = rd_count(r, rd_i32(r), 20, false);
 	if (r->err || v < 0 || v > 3)
@@ -442,10 +433,10 @@ static int group_store_meta_decode(struct rd *r, struct group_store_meta *m)
 	for (int32_t i = 0; i < n; i++) {
 		struct group_store_member *mb = &m->members[i];
 
-		mb->member_id = group_store_rd_str(r);
-		mb->group_instance_id = v >= 3 ? group_store_rd_str(r) : KSTR_NULL;
-		mb->client_id = group_store_rd_str(r);
-		mb->client_host = group_store_rd_str(r);
+		mb->member_id = rd_kstr16(r);
+		mb->group_instance_id = v >= 3 ? rd_kstr16(r) : KSTR_NULL;
+		mb->client_id = rd_kstr16(r);
+		mb->client_host = rd_kstr16(r);
 		mb->rebalance_timeout_ms = v >= 1 ? rd_i32(r) : -1;
 		mb->session_timeout_ms = rd_i32(r);
 		mb->subscription = group_store_rd_bytes(r);
@@ -466,9 +457,9 @@ static int group_store_apply(struct bytes key, struct bytes value, int64_t produ
 	rd_init(&r, key.p, key.len > 0 ? (size_t)key.len : 0);
 	rd_init(&rv, value.p, value.len > 0 ? (size_t)value.len : 0);
 	kv = rd_i16(&r);
-	group = group_store_rd_str(&r);
+	group = rd_kstr16(&r);
 	if (kv == 0 || kv == 1) {
-		struct kstr topic = group_store_rd_str(&r), meta;
+		struct kstr topic = rd_kstr16(&r), meta;
 		int32_t partition = rd_i32(&r);
 		struct group_offset o = { 0 };
 		char *t;

@@ -81,17 +81,6 @@ int txn_store_write(struct part **parts, int32_t nparts, struct kstr id, const s
 
 /* ---- replay ---- */
 
-static struct kstr txn_store_rd_str(struct rd *r)
-{
-	int16_t len = rd_i16(r);
-	struct bytes b = { NULL, -1 };
-
-	if (len < 0)
-		return KSTR_NULL;
-	rd_view(r, (size_t)len, &b);
-	return (struct kstr){ (const char *)b.p, r->err ? -1 : len };
-}
-
 /* Decodes a value; tps (OUT, caller frees, topic strings point into a copy in *names). */
 static int txn_store_value_dec(struct bytes b, struct txn_store_value *v, struct txn_tp **tps, char **names)
 {
@@ -114,7 +103,7 @@ static int txn_store_value_dec(struct bytes b, struct txn_store_value *v, struct
 	if (!*tps || !*names)
 		return -ENOMEM;
 	for (int32_t i = 0; i < ntopics && !r.err; i++) {
-		struct kstr topic = txn_store_rd_str(&r);
+		struct kstr topic = rd_kstr16(&r);
 		int32_t np = rd_i32(&r);
 		char *name = *names + names_len;
 
@@ -152,7 +141,7 @@ static void txn_store_record(struct bytes key, struct bytes value, txn_store_rec
 	rd_init(&r, key.p, (size_t)key.len);
 	if (rd_i16(&r) != 0)
 		return; /* not a transaction log key version we know */
-	id = txn_store_rd_str(&r);
+	id = rd_kstr16(&r);
 	if (r.err || id.len <= 0)
 		return;
 	if (!value.p || value.len < 0) {

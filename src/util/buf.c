@@ -151,6 +151,17 @@ bool rd_view(struct rd *r, size_t n, struct bytes *out)
 	return p != NULL;
 }
 
+struct kstr rd_kstr16(struct rd *r)
+{
+	int16_t len = rd_i16(r);
+	struct bytes b = { NULL, -1 };
+
+	if (len < 0)
+		return KSTR_NULL;
+	rd_view(r, (size_t)len, &b);
+	return (struct kstr){ (const char *)b.p, r->err ? -1 : len };
+}
+
 bool rd_skip(struct rd *r, size_t n) { return rd_take(r, n) != NULL; }
 
 int32_t rd_count(struct rd *r, int32_t n, size_t elem_min_bytes, bool nullable)

@@ -66,6 +66,8 @@ int32_t rd_varint(struct rd *r);    /* zigzag */
 int64_t rd_varlong(struct rd *r);   /* zigzag, at most 10 bytes */
 void rd_uuid(struct rd *r, struct kuuid *out);
 bool rd_view(struct rd *r, size_t n, struct bytes *out); /* no copy */
+/* An int16-length string (-1 = null), as in Kafka's internal-topic records; a view. */
+struct kstr rd_kstr16(struct rd *r);
 bool rd_skip(struct rd *r, size_t n);
 /*
  * Reads an array count that must be -1 (null, when nullable) or fit in the
