@@ -5,35 +5,17 @@
 # Output shapes only: no throughput or latency figure is asserted.
 . "$(dirname "$0")/../lib/broker.sh"
 
-PERF="$REPO_ROOT/$BUILD/bin/gregor-producer-perf-test"
-[ -x "$PERF" ] || fail "$PERF missing (make $BUILD/bin/gregor-producer-perf-test)"
-OUT=$(mktemp -d "${TMPDIR:-/tmp}/gregor-6001-XXXXXX")
-trap 'rm -rf "$OUT"; _broker_on_exit' EXIT
+tool_init gregor-producer-perf-test
 
 NUM='[0-9]+(\.[0-9]+)?'
 FINAL_RE="^[0-9]+ records sent, $NUM records/sec \($NUM MB/sec\), $NUM ms avg latency, $NUM ms max latency, [0-9]+ ms 50th, [0-9]+ ms 95th, [0-9]+ ms 99th, [0-9]+ ms 99\.9th\.$"
 WINDOW_RE="^[0-9]+ records sent, $NUM records/sec \($NUM MB/sec\), $NUM ms avg latency, $NUM ms max latency\.$"
 
-# perf ARGS... : runs the tool (bounded), stdout in $OUT/o, stderr in $OUT/e, status in $RC
-perf() {
-	timeout 120 "$PERF" "$@" >"$OUT/o" 2>"$OUT/e"
-	RC=$?
-}
-
-# usage_error WHAT ARGS... : expects exit 2 and the usage text on stderr
-usage_error() {
-	local what=$1
-	shift
-	perf "$@"
-	expect_eq "$RC" 2 "exit status for $what"
-	grep -q '^Usage: gregor-producer-perf-test' "$OUT/e" || fail "$what: no usage on stderr: $(cat "$OUT/e")"
-}
-
 # config_error WHAT NEEDLE ARGS... : exit 2, stderr names the setting, no usage needed
 config_error() {
 	local what=$1 needle=$2
 	shift 2
-	perf "$@"
+	tool_run "$@"
 	expect_eq "$RC" 2 "exit status for $what"
 	grep -q -- "$needle" "$OUT/e" || fail "$what: stderr does not mention '$needle': $(cat "$OUT/e")"
 }
@@ -43,13 +25,13 @@ count_records() { # topic -> number of records in it
 }
 
 # ---- without a broker: help, version, usage errors ----------------------
-perf --help
+tool_run --help
 expect_eq "$RC" 0 "--help exit status"
 for flag in --topic --num-records --record-size --payload-file --payload-delimiter --throughput \
 	--producer-props --producer.config --transactional-id --transaction-duration-ms --print-metrics; do
 	grep -q -- "$flag" "$OUT/o" || fail "--help does not list $flag"
 done
-perf --version
+tool_run --version
 expect_eq "$RC" 0 "--version exit status"
 
 P="--producer-props bootstrap.servers=127.0.0.1:1"
@@ -81,7 +63,7 @@ config_error "bad --producer.config" "bad.properties:2" --topic t --num-records 
 
 # ---- unreachable broker: clear error within default.api.timeout.ms ------
 CLOSED=$(free_port)
-perf --topic t --num-records 10 --record-size 10 --throughput -1 \
+tool_run --topic t --num-records 10 --record-size 10 --throughput -1 \
 	--producer-props "bootstrap.servers=127.0.0.1:$CLOSED" default.api.timeout.ms=1500
 expect_eq "$RC" 1 "exit status with no broker"
 grep -q "cannot reach a broker at 127.0.0.1:$CLOSED within 1500 ms" "$OUT/e" ||
@@ -107,7 +89,7 @@ expect_eq "$(count_records idem1)" 0 "records sent despite a config error"
 
 # A valid idempotent configuration: works once the broker has InitProducerId;
 # until then it must fail with a clear message, not hang.
-perf --topic idem2 --num-records 10 --record-size 10 --throughput -1 \
+tool_run --topic idem2 --num-records 10 --record-size 10 --throughput -1 \
 	--producer-props "$B" enable.idempotence=true acks=all max.in.flight.requests.per.connection=5
 if [ "$RC" = 0 ]; then
 	grep -Eq "$FINAL_RE" "$OUT/o" || fail "idempotent run: no final line: $(cat "$OUT/o")"
@@ -117,7 +99,7 @@ else
 fi
 
 # ---- a real run: exactly one final line, every record delivered ---------
-perf --topic shape --num-records 1000 --record-size 100 --throughput -1 --producer-props "$B" acks=1 linger.ms=0
+tool_run --topic shape --num-records 1000 --record-size 100 --throughput -1 --producer-props "$B" acks=1 linger.ms=0
 expect_eq "$RC" 0 "exit status of a 1000-record run ($(cat "$OUT/e"))"
 expect_eq "$(grep -Ec "$FINAL_RE" "$OUT/o")" 1 "final lines in: $(cat "$OUT/o")"
 grep -Eq '^1000 records sent' "$OUT/o" || fail "final line does not count 1000 records: $(cat "$OUT/o")"
@@ -127,21 +109,21 @@ kcat -b "$BROKER_ADDR" -C -t shape -o beginning -c 5 -e -q | grep -Evq '^[A-Z]{1
 	fail "payloads are not 100 random uppercase letters"
 
 # Multiple --producer-props values, also as separate flags, and --bootstrap-server.
-perf --topic shape2 --num-records 50 --record-size 10 --throughput -1 --bootstrap-server "$BROKER_ADDR" \
+tool_run --topic shape2 --num-records 50 --record-size 10 --throughput -1 --bootstrap-server "$BROKER_ADDR" \
 	--producer-props acks=all linger.ms=1 --producer-props client.id=x
 expect_eq "$RC" 0 "exit status with --bootstrap-server ($(cat "$OUT/e"))"
 expect_eq "$(count_records shape2)" 50 "records in topic shape2"
 
 # --producer.config, with --producer-props taking precedence.
 printf '# comment\nbootstrap.servers = 127.0.0.1:1\nacks: 1\n' >"$OUT/p.properties"
-perf --topic shape3 --num-records 20 --record-size 10 --throughput -1 --producer.config "$OUT/p.properties" \
+tool_run --topic shape3 --num-records 20 --record-size 10 --throughput -1 --producer.config "$OUT/p.properties" \
 	--producer-props "$B"
 expect_eq "$RC" 0 "exit status with --producer.config ($(cat "$OUT/e"))"
 expect_eq "$(count_records shape3)" 20 "records in topic shape3"
 
 # --payload-file and --payload-delimiter (Kafka prints both lines below).
 printf 'alpha,beta,gamma' >"$OUT/payloads"
-perf --topic pf --num-records 30 --payload-file "$OUT/payloads" --payload-delimiter , --throughput -1 \
+tool_run --topic pf --num-records 30 --payload-file "$OUT/payloads" --payload-delimiter , --throughput -1 \
 	--producer-props "$B"
 expect_eq "$RC" 0 "exit status with --payload-file ($(cat "$OUT/e"))"
 grep -q "^Reading payloads from: $OUT/payloads$" "$OUT/o" || fail "no 'Reading payloads from' line: $(cat "$OUT/o")"
@@ -149,32 +131,32 @@ grep -q '^Number of messages read: 3$' "$OUT/o" || fail "no 'Number of messages 
 expect_eq "$(kcat -b "$BROKER_ADDR" -C -t pf -o beginning -e -q | grep -Evc '^(alpha|beta|gamma)$')" 0 \
 	"payloads not from the file"
 printf 'one\ntwo\n' >"$OUT/lines"
-perf --topic pf2 --num-records 4 --payload-file "$OUT/lines" --throughput -1 --producer-props "$B"
+tool_run --topic pf2 --num-records 4 --payload-file "$OUT/lines" --throughput -1 --producer-props "$B"
 grep -q '^Number of messages read: 2$' "$OUT/o" || fail "default delimiter is not newline: $(cat "$OUT/o")"
-perf --topic pf3 --num-records 4 --payload-file "$OUT/missing" --throughput -1 --producer-props "$B"
+tool_run --topic pf3 --num-records 4 --payload-file "$OUT/missing" --throughput -1 --producer-props "$B"
 expect_eq "$RC" 1 "exit status for a missing payload file"
 
 # --payload-monotonic: 0, 1, 2, ...
-perf --topic mono --num-records 5 --payload-monotonic --throughput -1 --producer-props "$B" linger.ms=50
+tool_run --topic mono --num-records 5 --payload-monotonic --throughput -1 --producer-props "$B" linger.ms=50
 expect_eq "$RC" 0 "exit status with --payload-monotonic"
 expect_eq "$(kcat -b "$BROKER_ADDR" -C -t mono -o beginning -e -q | sort -n | tr '\n' ' ')" "0 1 2 3 4 " \
 	"monotonic payloads"
 
 # --print-metrics: the final line, then the metrics table.
-perf --topic pm --num-records 100 --record-size 10 --throughput -1 --producer-props "$B" --print-metrics
+tool_run --topic pm --num-records 100 --record-size 10 --throughput -1 --producer-props "$B" --print-metrics
 expect_eq "$RC" 0 "exit status with --print-metrics"
 grep -Eq "$FINAL_RE" "$OUT/o" || fail "--print-metrics: no final line"
 grep -q '^Metric Name' "$OUT/o" || fail "--print-metrics: no metrics table: $(cat "$OUT/o")"
 
 # Throttled: 2000 records/s for 6 s gives at least one 5-second progress line.
-perf --topic thr --num-records 12000 --record-size 100 --throughput 2000 --producer-props "$B"
+tool_run --topic thr --num-records 12000 --record-size 100 --throughput 2000 --producer-props "$B"
 expect_eq "$RC" 0 "exit status of the throttled run"
 grep -Eq "$WINDOW_RE" "$OUT/o" || fail "no progress line in a 6 s run: $(cat "$OUT/o")"
 expect_eq "$(tail -n 1 "$OUT/o" | grep -Ec "$FINAL_RE")" 1 "last line is the final line"
 expect_eq "$(count_records thr)" 12000 "records in topic thr"
 
 # Transactions: work once the broker has them; until then a clear error.
-perf --topic txn --num-records 10 --record-size 10 --throughput -1 --producer-props "$B" \
+tool_run --topic txn --num-records 10 --record-size 10 --throughput -1 --producer-props "$B" \
 	--transactional-id perf-txn --transaction-duration-ms 100
 if [ "$RC" != 0 ]; then
 	expect_eq "$RC" 1 "transactional run exit status"

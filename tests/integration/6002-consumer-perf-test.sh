@@ -5,12 +5,9 @@
 # Output shapes and counts only: no throughput figure is asserted.
 . "$(dirname "$0")/../lib/broker.sh"
 
-PERF="$REPO_ROOT/$BUILD/bin/gregor-consumer-perf-test"
 PRODUCER="$REPO_ROOT/$BUILD/bin/gregor-producer-perf-test"
-[ -x "$PERF" ] || fail "$PERF missing (make $BUILD/bin/gregor-consumer-perf-test)"
+tool_init gregor-consumer-perf-test
 [ -x "$PRODUCER" ] || fail "$PRODUCER missing"
-OUT=$(mktemp -d "${TMPDIR:-/tmp}/gregor-6002-XXXXXX")
-trap 'rm -rf "$OUT"; _broker_on_exit' EXIT
 
 HEADER="start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
 DETAIL_HEADER="time, threadId, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
@@ -19,25 +16,12 @@ F='-?[0-9]+\.[0-9]{4}'
 ROW_RE="^$TS, $TS, $F, $F, [0-9]+, $F, [0-9]+, -?[0-9]+, $F, $F$"
 DETAIL_RE="^$TS, 0, $F, $F, [0-9]+, $F, [0-9]+, -?[0-9]+, $F, $F$"
 
-perf() {
-	timeout 120 "$PERF" "$@" >"$OUT/o" 2>"$OUT/e"
-	RC=$?
-}
-
-usage_error() {
-	local what=$1
-	shift
-	perf "$@"
-	expect_eq "$RC" 2 "exit status for $what"
-	grep -q '^Usage: gregor-consumer-perf-test' "$OUT/e" || fail "$what: no usage on stderr: $(cat "$OUT/e")"
-}
-
 # field N of the last line of $OUT/o (1-based, comma separated, trimmed)
 field() { tail -n 1 "$OUT/o" | awk -F', ' -v n="$1" '{print $n}'; }
 ms_of() { date -d "$(echo "$1" | sed 's/:\([0-9]*\)$/.\1/')" +%s%3N; }
 
 # ---- without a broker ----------------------------------------------------
-perf --help
+tool_run --help
 expect_eq "$RC" 0 "--help exit status"
 for flag in --bootstrap-server --broker-list --topic --messages --group --consumer.config --fetch-size \
 	--timeout --show-detailed-stats --reporting-interval --hide-header --from-latest; do
@@ -56,12 +40,12 @@ usage_error "non-numeric --timeout" $BS --topic t --messages 1 --timeout soon
 usage_error "zero --fetch-size" $BS --topic t --messages 1 --fetch-size 0
 usage_error "flag with a value" $BS --topic t --messages 1 --hide-header=yes
 printf 'no.such.property=1\n' >"$OUT/bad.properties"
-perf $BS --topic t --messages 1 --consumer.config "$OUT/bad.properties"
+tool_run $BS --topic t --messages 1 --consumer.config "$OUT/bad.properties"
 expect_eq "$RC" 2 "exit status for an unknown property in --consumer.config"
 grep -q 'no.such.property' "$OUT/e" || fail "bad property not named: $(cat "$OUT/e")"
 
 CLOSED=$(free_port)
-perf --bootstrap-server "127.0.0.1:$CLOSED" --topic t --messages 10 --timeout 1500
+tool_run --bootstrap-server "127.0.0.1:$CLOSED" --topic t --messages 10 --timeout 1500
 expect_eq "$RC" 1 "exit status with no broker"
 grep -q "cannot reach a broker at 127.0.0.1:$CLOSED within 1500 ms" "$OUT/e" ||
 	fail "no clear error for an unreachable broker: $(cat "$OUT/e")"
@@ -71,7 +55,7 @@ broker_start --override num.partitions=3
 timeout 60 "$PRODUCER" --topic c1 --num-records 5000 --record-size 100 --throughput -1 \
 	--producer-props "bootstrap.servers=$BROKER_ADDR" acks=all >/dev/null || fail "producing c1 failed"
 
-perf --bootstrap-server "$BROKER_ADDR" --topic c1 --messages 5000
+tool_run --bootstrap-server "$BROKER_ADDR" --topic c1 --messages 5000
 expect_eq "$RC" 0 "exit status ($(cat "$OUT/e"))"
 expect_eq "$(wc -l <"$OUT/o")" 2 "lines of output: $(cat "$OUT/o")"
 expect_eq "$(head -n 1 "$OUT/o")" "$HEADER" "header"
@@ -84,7 +68,7 @@ expect_eq "$(field 8)" $((end - start - $(field 7))) "fetch.time.ms = end - star
 
 # --broker-list (old name), --hide-header, --group, --fetch-size, --consumer.config.
 printf 'fetch.wait.max.ms=100\n' >"$OUT/c.properties"
-perf --broker-list "$BROKER_ADDR" --topic c1 --messages 5000 --hide-header --group g6002 --fetch-size 65536 \
+tool_run --broker-list "$BROKER_ADDR" --topic c1 --messages 5000 --hide-header --group g6002 --fetch-size 65536 \
 	--consumer.config "$OUT/c.properties"
 expect_eq "$RC" 0 "exit status with --broker-list ($(cat "$OUT/e"))"
 expect_eq "$(wc -l <"$OUT/o")" 1 "lines with --hide-header"
@@ -92,28 +76,28 @@ tail -n 1 "$OUT/o" | grep -Eq "$ROW_RE" || fail "data row shape: $(cat "$OUT/o")
 expect_eq "$(field 5)" 5000 "nMsg with --broker-list"
 
 # Fewer records than --messages: Kafka's WARNING line after --timeout, exit 0.
-perf --bootstrap-server "$BROKER_ADDR" --topic c1 --messages 6000 --timeout 1000 --hide-header
+tool_run --bootstrap-server "$BROKER_ADDR" --topic c1 --messages 6000 --timeout 1000 --hide-header
 expect_eq "$RC" 0 "exit status on timeout"
 grep -q '^WARNING: Exiting before consuming the expected number of messages: timeout (1000 ms) exceeded.' \
 	"$OUT/o" || fail "no timeout warning: $(cat "$OUT/o")"
 expect_eq "$(field 5)" 5000 "nMsg after timeout"
 
 # --from-latest: nothing new arrives, so nothing is read.
-perf --bootstrap-server "$BROKER_ADDR" --topic c1 --messages 1 --timeout 1000 --from-latest --hide-header
+tool_run --bootstrap-server "$BROKER_ADDR" --topic c1 --messages 1 --timeout 1000 --from-latest --hide-header
 expect_eq "$RC" 0 "exit status with --from-latest"
 expect_eq "$(field 5)" 0 "nMsg with --from-latest"
 
 # --show-detailed-stats: other header, rows of "time, 0, ...", no summary row.
 timeout 60 "$PRODUCER" --topic c2 --num-records 50000 --record-size 100 --throughput -1 \
 	--producer-props "bootstrap.servers=$BROKER_ADDR" >/dev/null || fail "producing c2 failed"
-perf --bootstrap-server "$BROKER_ADDR" --topic c2 --messages 50000 --show-detailed-stats --reporting-interval 1
+tool_run --bootstrap-server "$BROKER_ADDR" --topic c2 --messages 50000 --show-detailed-stats --reporting-interval 1
 expect_eq "$RC" 0 "exit status with --show-detailed-stats"
 expect_eq "$(head -n 1 "$OUT/o")" "$DETAIL_HEADER" "detailed header"
 tail -n +2 "$OUT/o" | grep -Evq "$DETAIL_RE" && fail "detailed rows: $(cat "$OUT/o")"
 [ "$(wc -l <"$OUT/o")" -ge 2 ] || fail "no detailed rows: $(cat "$OUT/o")"
 
 # --assign (Gregor extension) reads all partitions without a group.
-perf --bootstrap-server "$BROKER_ADDR" --topic c1 --messages 5000 --assign --hide-header
+tool_run --bootstrap-server "$BROKER_ADDR" --topic c1 --messages 5000 --assign --hide-header
 expect_eq "$RC" 0 "exit status with --assign"
 expect_eq "$(field 5)" 5000 "nMsg with --assign"
 

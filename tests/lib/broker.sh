@@ -166,3 +166,29 @@ it_pass() {
 	log "ok"
 	exit 0
 }
+
+# ---- command-line tools under test ----
+
+# tool_init BINARY: $TOOL is $REPO_ROOT/$BUILD/bin/BINARY (must exist), $OUT a
+# temporary directory removed at exit.
+tool_init() {
+	TOOL="$REPO_ROOT/$BUILD/bin/$1"
+	[ -x "$TOOL" ] || fail "$TOOL missing (make $BUILD/bin/$1)"
+	OUT=$(mktemp -d "${TMPDIR:-/tmp}/gregor-tool-XXXXXX")
+	trap 'rm -rf "$OUT"; _broker_on_exit' EXIT
+}
+
+# tool_run ARGS... : runs $TOOL (bounded); stdout in $OUT/o, stderr in $OUT/e, status in $RC
+tool_run() {
+	timeout 120 "$TOOL" "$@" >"$OUT/o" 2>"$OUT/e"
+	RC=$?
+}
+
+# usage_error WHAT ARGS... : expects exit 2 and the tool's usage text on stderr
+usage_error() {
+	local what=$1
+	shift
+	tool_run "$@"
+	expect_eq "$RC" 2 "exit status for $what"
+	grep -q "^Usage: $(basename "$TOOL")" "$OUT/e" || fail "$what: no usage on stderr: $(cat "$OUT/e")"
+}
