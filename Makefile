@@ -108,8 +108,10 @@ fuzz:
 fuzz-smoke:
 	@sh fuzz/run.sh 5
 
+STYLE_FILES = $(shell git ls-files 'src/*.[ch]' 'tools/*.[ch]' 'examples/*.c' 'fuzz/*.[ch]' \
+		'tests/unit/*.c' 'tests/integration/*.c' 'tests/lib/*.[ch]' 'bench/*.c' 2>/dev/null)
 style:
-	clang-format --dry-run -Werror $(LIB_SRC) src/broker/main.c
+	clang-format --dry-run -Werror $(STYLE_FILES)
 
 PREFIX ?= /usr/local
 install: all

@@ -38,8 +38,9 @@ static const struct opt_def sink_defs[] = {
 	{ NULL },
 };
 
-static const struct opt_cmd sink_cmd = { "db-sink",
-	"Consumes a topic into SQLite exactly once: data and offsets in one database transaction.", sink_defs };
+static const struct opt_cmd sink_cmd = {
+	"db-sink", "Consumes a topic into SQLite exactly once: data and offsets in one database transaction.", sink_defs
+};
 
 static sqlite3 *sink_db;
 static volatile sig_atomic_t sink_stop;
@@ -102,8 +103,9 @@ static void sink_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_top
 		rd_kafka_assign(rk, NULL);
 		return;
 	}
-	if (sqlite3_prepare_v2(sink_db, "SELECT next_offset FROM consumer_offsets WHERE grp = ? AND topic = ? AND part = ?",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(sink_db,
+			       "SELECT next_offset FROM consumer_offsets WHERE grp = ? AND topic = ? AND part = ?", -1,
+			       &st, NULL) != SQLITE_OK)
 		die("prepare", sqlite3_errmsg(sink_db));
 	for (int i = 0; i < parts->cnt; i++) {
 		rd_kafka_topic_partition_t *tp = &parts->elems[i];
@@ -210,10 +212,21 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	sink_open(opt_str(o, "db", NULL));
 	{
-		const char *kv[] = { "bootstrap.servers", opt_str(o, "bootstrap-server", NULL), "group.id", sink_group,
-				     "enable.auto.commit", "false", "enable.auto.offset.store", "false",
-				     "auto.offset.reset", "earliest", "session.timeout.ms", "6000",
-				     "heartbeat.interval.ms", "1000", NULL };
+		const char *kv[] = { "bootstrap.servers",
+				     opt_str(o, "bootstrap-server", NULL),
+				     "group.id",
+				     sink_group,
+				     "enable.auto.commit",
+				     "false",
+				     "enable.auto.offset.store",
+				     "false",
+				     "auto.offset.reset",
+				     "earliest",
+				     "session.timeout.ms",
+				     "6000",
+				     "heartbeat.interval.ms",
+				     "1000",
+				     NULL };
 
 		for (int i = 0; kv[i]; i += 2)
 			if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], err, sizeof(err)) != RD_KAFKA_CONF_OK)

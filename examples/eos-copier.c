@@ -33,8 +33,8 @@
 static volatile sig_atomic_t copier_stop;
 static rd_kafka_t *copier_producer;
 static rd_kafka_t *copier_consumer;
-static const char *copier_tid;		/* --transactional-id, for the fencing message */
-static int copier_in_txn;		/* a transaction is open (the rebalance callback aborts it) */
+static const char *copier_tid; /* --transactional-id, for the fencing message */
+static int copier_in_txn;      /* a transaction is open (the rebalance callback aborts it) */
 
 static const struct opt_def copier_defs[] = {
 	{ "bootstrap-server", true, false, "<host:port>", "The broker to connect to." },
@@ -50,8 +50,9 @@ static const struct opt_def copier_defs[] = {
 	{ NULL },
 };
 
-static const struct opt_cmd copier_cmd = { "eos-copier",
-	"Copies a topic exactly once, upper-casing each value, with Kafka transactions.", copier_defs };
+static const struct opt_cmd copier_cmd = {
+	"eos-copier", "Copies a topic exactly once, upper-casing each value, with Kafka transactions.", copier_defs
+};
 
 static int64_t now_ms(void)
 {
@@ -88,8 +89,10 @@ static void copier_fatal(const char *what, const char *why, bool leave_group)
 
 	if (err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
 	    err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
-		fprintf(stderr, "eos-copier: fenced: another copier with the same transactional id '%s' took over "
-				"(%s: %s); exiting\n", copier_tid, what, why);
+		fprintf(stderr,
+			"eos-copier: fenced: another copier with the same transactional id '%s' took over "
+			"(%s: %s); exiting\n",
+			copier_tid, what, why);
 	else
 		fprintf(stderr, "eos-copier: fatal error in %s: %s; exiting\n", what, why);
 	if (leave_group && copier_consumer) {
@@ -234,10 +237,10 @@ static void copier_produce(const rd_kafka_message_t *m, const char *to)
 	for (size_t i = 0; i < m->len; i++)
 		v[i] = (char)toupper(((const unsigned char *)m->payload)[i]);
 	for (;;) {
-		rd_kafka_resp_err_t err = rd_kafka_producev(
-			copier_producer, RD_KAFKA_V_TOPIC(to), RD_KAFKA_V_PARTITION(m->partition),
-			RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE(v, m->len),
-			RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_END);
+		rd_kafka_resp_err_t err =
+			rd_kafka_producev(copier_producer, RD_KAFKA_V_TOPIC(to), RD_KAFKA_V_PARTITION(m->partition),
+					  RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE(v, m->len),
+					  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_END);
 
 		if (!err)
 			return;
@@ -277,16 +280,27 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
-	copier_producer = copier_client(RD_KAFKA_PRODUCER, (const char *[]){
-		"bootstrap.servers", bs, "transactional.id", tid, "transaction.timeout.ms", tto,
-		"linger.ms", "5", NULL });
+	copier_producer = copier_client(RD_KAFKA_PRODUCER,
+					(const char *[]){ "bootstrap.servers", bs, "transactional.id", tid,
+							  "transaction.timeout.ms", tto, "linger.ms", "5", NULL });
 	{
 		rd_kafka_conf_t *conf = rd_kafka_conf_new();
 		char err[512];
-		const char *kv[] = { "bootstrap.servers", bs, "group.id", group, "enable.auto.commit", "false",
-				     "auto.offset.reset", "earliest", "isolation.level", "read_committed",
-				     "session.timeout.ms", opt_str(o, "session-timeout-ms", "10000"),
-				     "heartbeat.interval.ms", "1000", NULL };
+		const char *kv[] = { "bootstrap.servers",
+				     bs,
+				     "group.id",
+				     group,
+				     "enable.auto.commit",
+				     "false",
+				     "auto.offset.reset",
+				     "earliest",
+				     "isolation.level",
+				     "read_committed",
+				     "session.timeout.ms",
+				     opt_str(o, "session-timeout-ms", "10000"),
+				     "heartbeat.interval.ms",
+				     "1000",
+				     NULL };
 
 		for (int i = 0; kv[i]; i += 2)
 			if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], err, sizeof(err)) != RD_KAFKA_CONF_OK)

@@ -25,11 +25,10 @@
 #include "proto/records.h"
 
 static const char *const fuzz_log_files[] = {
-	"00000000000000000000.log",      "00000000000000000000.index",
-	"00000000000000000000.timeindex", "00000000000000000100.log",
-	"00000000000000000100.index",     "00000000000000000100.timeindex",
-	"leader-epoch-checkpoint",        "log-start-offset",
-	"00000000000000000000.snapshot",  "00000000000000000100.snapshot",
+	"00000000000000000000.log",      "00000000000000000000.index", "00000000000000000000.timeindex",
+	"00000000000000000100.log",      "00000000000000000100.index", "00000000000000000100.timeindex",
+	"leader-epoch-checkpoint",       "log-start-offset",           "00000000000000000000.snapshot",
+	"00000000000000000100.snapshot",
 };
 #define FUZZ_LOG_NFILES (sizeof(fuzz_log_files) / sizeof(fuzz_log_files[0]))
 
@@ -104,7 +103,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	fuzz_quiet();
 	if (!fuzz_dir[0]) {
-		const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+		const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm"
+				  : getenv("TMPDIR")            ? getenv("TMPDIR")
+								: "/tmp";
 
 		snprintf(fuzz_dir, sizeof(fuzz_dir), "%s/gregor-fuzz-log-%d", tmp, (int)getpid());
 		mkdir(fuzz_dir, 0755);

@@ -31,13 +31,12 @@ static const struct opt_def defs[] = {
 	  "Property file containing configs to be passed to Admin Client." },
 	{ "describe", false, false, NULL, "List configs for the given entity." },
 	{ "alter", false, false, NULL, "Alter the configuration for the entity." },
-	{ "all", false, false, NULL,
-	  "List all configs for the given entity, including static configs if available." },
+	{ "all", false, false, NULL, "List all configs for the given entity, including static configs if available." },
 	{ "entity-type", true, false, "<String>", "Type of entity (topics/brokers)" },
-	{ "entity-name", true, false, "<String>",
-	  "Name of entity (topic name/broker id)" },
-	{ "entity-default", false, false, NULL, "Default entity name for brokers (applies to "
-						"corresponding entity type in command line)" },
+	{ "entity-name", true, false, "<String>", "Name of entity (topic name/broker id)" },
+	{ "entity-default", false, false, NULL,
+	  "Default entity name for brokers (applies to "
+	  "corresponding entity type in command line)" },
 	{ "topic", true, false, "<String: topic>",
 	  "The topic's name. Shorthand for --entity-type topics --entity-name <topic>." },
 	{ "broker", true, false, "<String: broker id>",
@@ -49,10 +48,9 @@ static const struct opt_def defs[] = {
 	{ NULL },
 };
 
-static const struct opt_cmd cmd = {
-	"gregor-configs", "This tool helps to manipulate and describe entity config for a topic or broker.",
-	defs
-};
+static const struct opt_cmd cmd = { "gregor-configs",
+				    "This tool helps to manipulate and describe entity config for a topic or broker.",
+				    defs };
 
 static int g_argc;
 static char **g_argv;
@@ -75,8 +73,8 @@ static void __attribute__((noreturn, format(printf, 1, 2))) config_fail(const ch
 
 struct target {
 	rd_kafka_ResourceType_t type;
-	const char *type_name;   /* "topics" or "brokers" */
-	const char *name;        /* NULL: every entity; "" broker default */
+	const char *type_name; /* "topics" or "brokers" */
+	const char *name;      /* NULL: every entity; "" broker default */
 	rd_kafka_ConfigSource_t dynamic_source;
 };
 
@@ -111,7 +109,8 @@ static void resolve_target(const struct opts *o, struct target *t)
 	t->type_name = type;
 	if (opt_has(o, "entity-default")) {
 		if (t->type != RD_KAFKA_RESOURCE_BROKER || name)
-			opt_usage_error(o, "--entity-default is only valid with --entity-type brokers and no --entity-name");
+			opt_usage_error(
+				o, "--entity-default is only valid with --entity-type brokers and no --entity-name");
 		config_fail("--entity-default is not supported: librdkafka 2.0.2 cannot address the "
 			    "cluster-wide default broker resource");
 	}
@@ -121,7 +120,8 @@ static void resolve_target(const struct opts *o, struct target *t)
 		strtol(name, &end, 10);
 		if (end == name || *end)
 			config_fail("The entity name for brokers must be a valid integer broker id, "
-				    "found: %s", name);
+				    "found: %s",
+				    name);
 	}
 	t->name = name;
 }
@@ -139,8 +139,8 @@ static void describe_entity(rd_kafka_t *rk, const struct target *t, const char *
 	if (!*name)
 		printf("Default configs for %s in the cluster are:\n", t->type_name);
 	else
-		printf("%s configs for %.*s %s are:\n", all ? "All" : "Dynamic",
-		       (int)strlen(t->type_name) - 1, t->type_name, name);
+		printf("%s configs for %.*s %s are:\n", all ? "All" : "Dynamic", (int)strlen(t->type_name) - 1,
+		       t->type_name, name);
 	ents = rd_kafka_ConfigResource_configs(res, &n);
 	for (size_t i = 0; i < n; i++) {
 		const rd_kafka_ConfigEntry_t **syn;
@@ -149,8 +149,8 @@ static void describe_entity(rd_kafka_t *rk, const struct target *t, const char *
 
 		if (!all && rd_kafka_ConfigEntry_source(ents[i]) != t->dynamic_source)
 			continue;
-		printf("  %s=%s sensitive=%s synonyms={", rd_kafka_ConfigEntry_name(ents[i]),
-		       v ? v : "null", rd_kafka_ConfigEntry_is_sensitive(ents[i]) ? "true" : "false");
+		printf("  %s=%s sensitive=%s synonyms={", rd_kafka_ConfigEntry_name(ents[i]), v ? v : "null",
+		       rd_kafka_ConfigEntry_is_sensitive(ents[i]) ? "true" : "false");
 		syn = rd_kafka_ConfigEntry_synonyms(ents[i], &sn);
 		for (size_t j = 0; j < sn; j++) {
 			const char *sv = rd_kafka_ConfigEntry_value(syn[j]);
@@ -222,7 +222,8 @@ static void kvs_put(struct kvs *s, const char *k, size_t klen, const char *v, si
 		}
 		s->k[s->n++] = strndup(k, klen);
 	} else {
-		free(s->v[i]); s->v[i] = NULL;
+		free(s->v[i]);
+		s->v[i] = NULL;
 	}
 	s->v[i] = v ? strndup(v, vlen) : NULL;
 }
@@ -238,11 +239,15 @@ static int kvs_find(const struct kvs *s, const char *k)
 static void kvs_release(struct kvs *s)
 {
 	for (int i = 0; i < s->n; i++) {
-		free(s->k[i]); s->k[i] = NULL;
-		free(s->v[i]); s->v[i] = NULL;
+		free(s->k[i]);
+		s->k[i] = NULL;
+		free(s->v[i]);
+		s->v[i] = NULL;
 	}
-	free(s->k); s->k = NULL;
-	free(s->v); s->v = NULL;
+	free(s->k);
+	s->k = NULL;
+	free(s->v);
+	s->v = NULL;
 }
 
 /* Kafka's --add-config syntax: k=v pairs split on commas outside [...];
@@ -327,15 +332,19 @@ static void alter(rd_kafka_t *rk, const struct opts *o, const struct target *t)
 				snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad), "%s%s", *bad ? "," : "", k);
 				continue;
 			}
-			free(cur.k[j]); cur.k[j] = cur.k[cur.n - 1];
-			free(cur.v[j]); cur.v[j] = cur.v[cur.n - 1];
+			free(cur.k[j]);
+			cur.k[j] = cur.k[cur.n - 1];
+			free(cur.v[j]);
+			cur.v[j] = cur.v[cur.n - 1];
 			cur.n--;
 		}
-		free(list); list = NULL;
+		free(list);
+		list = NULL;
 	}
 	if (*bad)
 		config_fail("org.apache.kafka.common.errors.InvalidConfigurationException: Invalid "
-			    "config(s): %s (INVALID_CONFIG)", bad);
+			    "config(s): %s (INVALID_CONFIG)",
+			    bad);
 	for (int i = 0; i < add.n; i++)
 		kvs_put(&cur, add.k[i], strlen(add.k[i]), add.v[i], strlen(add.v[i]));
 	for (int i = 0; i < cur.n; i++)
@@ -343,7 +352,8 @@ static void alter(rd_kafka_t *rk, const struct opts *o, const struct target *t)
 			snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad), "%s%s", *bad ? ", " : "", cur.k[i]);
 	if (*bad)
 		config_fail("All sensitive config entries must be specified for --alter, missing "
-			    "entries: Set(%s)", bad);
+			    "entries: Set(%s)",
+			    bad);
 
 	/* Write the whole set back. */
 	nr = rd_kafka_ConfigResource_new(t->type, t->name);
@@ -366,8 +376,8 @@ static void alter(rd_kafka_t *rk, const struct opts *o, const struct target *t)
 		}
 	}
 	if (*t->name)
-		printf("Completed updating config for %.*s %s.\n", (int)strlen(t->type_name) - 1,
-		       t->type_name, t->name);
+		printf("Completed updating config for %.*s %s.\n", (int)strlen(t->type_name) - 1, t->type_name,
+		       t->name);
 	else
 		printf("Completed updating default config for %s in the cluster.\n", t->type_name);
 	rd_kafka_event_destroy(ev);

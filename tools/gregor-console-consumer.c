@@ -30,8 +30,7 @@
 #include "lib/opt.h"
 
 static const struct opt_def defs[] = {
-	{ "bootstrap-server", true, false, "<String: server to connect to>",
-	  "REQUIRED: The server(s) to connect to." },
+	{ "bootstrap-server", true, false, "<String: server to connect to>", "REQUIRED: The server(s) to connect to." },
 	{ "topic", true, false, "<String: topic>", "The topic to consume on." },
 	{ "group", true, false, "<String: consumer group id>", "The consumer group id of the consumer." },
 	{ "partition", true, false, "<Integer: partition>",
@@ -66,10 +65,9 @@ static const struct opt_def defs[] = {
 	{ NULL },
 };
 
-static const struct opt_cmd cmd = {
-	"gregor-console-consumer",
-	"This tool helps to read data from Kafka topics and outputs it to standard output.", defs
-};
+static const struct opt_cmd cmd = { "gregor-console-consumer",
+				    "This tool helps to read data from Kafka topics and outputs it to standard output.",
+				    defs };
 
 struct fmt {
 	bool ts, key, offset, partition, headers, value;
@@ -201,9 +199,11 @@ static const char *group_of(const struct opts *o, rd_kafka_conf_t *conf)
 	if (rd_kafka_conf_get(conf, "group.id", buf, &n) != RD_KAFKA_CONF_OK || !buf[0])
 		return g;
 	if (g && strcmp(g, buf))
-		opt_usage_error(o, "The group ids provided in different places (directly using "
-				   "'--group', via '--consumer-property', or via '--consumer.config') "
-				   "do not match. Detected group ids: '%s', '%s'", g, buf);
+		opt_usage_error(o,
+				"The group ids provided in different places (directly using "
+				"'--group', via '--consumer-property', or via '--consumer.config') "
+				"do not match. Detected group ids: '%s', '%s'",
+				g, buf);
 	return buf;
 }
 
@@ -232,8 +232,10 @@ static int64_t start_offset(const struct opts *o)
 	errno = 0;
 	v = strtoll(s, &end, 10);
 	if (errno || end == s || *end || v < 0)
-		opt_usage_error(o, "The provided offset value '%s' is incorrect. Valid values are "
-				   "'earliest', 'latest', or a non-negative long.", s);
+		opt_usage_error(o,
+				"The provided offset value '%s' is incorrect. Valid values are "
+				"'earliest', 'latest', or a non-negative long.",
+				s);
 	return v;
 }
 
@@ -252,11 +254,12 @@ static rd_kafka_conf_t *make_conf(const struct opts *o, const char **group)
 	if (opt_has(o, "isolation-level") &&
 	    kafka_conf_set(conf, "isolation.level", opt_str(o, "isolation-level", NULL)) != 0)
 		exit(2);
-	if (opt_has(o, "from-beginning") &&
-	    rd_kafka_conf_get(conf, "auto.offset.reset", buf, &n) == RD_KAFKA_CONF_OK &&
+	if (opt_has(o, "from-beginning") && rd_kafka_conf_get(conf, "auto.offset.reset", buf, &n) == RD_KAFKA_CONF_OK &&
 	    strcmp(buf, "smallest") && strcmp(buf, "earliest") && strcmp(buf, "beginning")) {
-		fprintf(stderr, "Can't simultaneously specify --from-beginning and "
-				"'auto.offset.reset=%s', please remove one option\n", buf);
+		fprintf(stderr,
+			"Can't simultaneously specify --from-beginning and "
+			"'auto.offset.reset=%s', please remove one option\n",
+			buf);
 		exit(1);
 	}
 	*group = group_of(o, conf);
@@ -292,8 +295,7 @@ static void assign_partitions(rd_kafka_t *rk, const struct opts *o, const char *
 	if (!err && md->topic_cnt == 1)
 		err = md->topics[0].err;
 	if (err)
-		kafka_die("cannot consume from topic '%s': %s (%s)", topic, rd_kafka_err2str(err),
-			  kafka_err_name(err));
+		kafka_die("cannot consume from topic '%s': %s (%s)", topic, rd_kafka_err2str(err), kafka_err_name(err));
 	tpl = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
 	for (int i = 0; i < md->topics[0].partition_cnt; i++) {
 		int32_t id = md->topics[0].partitions[i].id;
@@ -302,8 +304,8 @@ static void assign_partitions(rd_kafka_t *rk, const struct opts *o, const char *
 			rd_kafka_topic_partition_list_add(tpl, topic, id)->offset = off;
 	}
 	if (tpl->cnt == 0)
-		kafka_die("cannot consume from topic '%s': partition %d does not exist (%s)", topic,
-			  part, kafka_err_name(RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART));
+		kafka_die("cannot consume from topic '%s': partition %d does not exist (%s)", topic, part,
+			  kafka_err_name(RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART));
 	err = rd_kafka_assign(rk, tpl);
 	if (err)
 		kafka_die("cannot assign partitions: %s", rd_kafka_err2str(err));
@@ -320,8 +322,7 @@ static void subscribe(rd_kafka_t *rk, const char *topic)
 	rd_kafka_topic_partition_list_add(tpl, topic, RD_KAFKA_PARTITION_UA);
 	err = rd_kafka_subscribe(rk, tpl);
 	if (err)
-		kafka_die("cannot subscribe to '%s': %s (%s)", topic, rd_kafka_err2str(err),
-			  kafka_err_name(err));
+		kafka_die("cannot subscribe to '%s': %s (%s)", topic, rd_kafka_err2str(err), kafka_err_name(err));
 	rd_kafka_topic_partition_list_destroy(tpl);
 }
 
@@ -360,8 +361,7 @@ static int consume(rd_kafka_t *rk, const struct opts *o, const struct fmt *f, lo
 				fprintf(stderr, "%s: %s (%s)\n", opt_prog(), rd_kafka_message_errstr(m),
 					kafka_err_name(err));
 			rd_kafka_message_destroy(m);
-			if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-			    err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+			if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
 			    err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
 			    err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
 				return 1;

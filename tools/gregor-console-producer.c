@@ -42,8 +42,7 @@ static const struct opt_def defs[] = {
 	  "(librdkafka batch.num.messages)." },
 	{ "message-send-max-retries", true, false, "<Integer>",
 	  "The number of retries before the producer gives up and drops a message (retries)." },
-	{ "retry-backoff-ms", true, false, "<Long>",
-	  "Time to wait before retrying (retry.backoff.ms)." },
+	{ "retry-backoff-ms", true, false, "<Long>", "Time to wait before retrying (retry.backoff.ms)." },
 	{ "timeout", true, false, "<Long: timeout_ms>",
 	  "The maximum time a message will queue awaiting sufficient batch size (linger.ms). "
 	  "Default 1000." },
@@ -65,10 +64,8 @@ static const struct opt_def defs[] = {
 	{ NULL },
 };
 
-static const struct opt_cmd cmd = {
-	"gregor-console-producer",
-	"This tool helps to read data from standard input and publish it to Kafka.", defs
-};
+static const struct opt_cmd cmd = { "gregor-console-producer",
+				    "This tool helps to read data from standard input and publish it to Kafka.", defs };
 
 struct reader_cfg {
 	bool parse_key, parse_headers, ignore_error;
@@ -161,8 +158,7 @@ static int parse_headers(const struct reader_cfg *rc, char *s, rd_kafka_headers_
 
 /* Produces one line. Returns 0, or -EINVAL for a malformed line (message
  * printed). */
-static int produce_line(rd_kafka_t *rk, const struct reader_cfg *rc, char *line, long lineno,
-			bool sync)
+static int produce_line(rd_kafka_t *rk, const struct reader_cfg *rc, char *line, long lineno, bool sync)
 {
 	char *key = NULL, *val = line, *sep;
 	rd_kafka_headers_t *hdrs = NULL;
@@ -197,18 +193,16 @@ static int produce_line(rd_kafka_t *rk, const struct reader_cfg *rc, char *line,
 	if (is_null(rc, val, strlen(val)))
 		val = NULL;
 	do {
-		err = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic_name),
-					RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+		err = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic_name), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
 					RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
-					RD_KAFKA_V_VALUE(val, val ? strlen(val) : 0),
-					RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
+					RD_KAFKA_V_VALUE(val, val ? strlen(val) : 0), RD_KAFKA_V_HEADERS(hdrs),
+					RD_KAFKA_V_END);
 		if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL)
 			rd_kafka_poll(rk, 100);
 	} while (err == RD_KAFKA_RESP_ERR__QUEUE_FULL);
 	if (err) {
 		rd_kafka_headers_destroy(hdrs);
-		kafka_die("cannot produce to %s: %s (%s)", topic_name, rd_kafka_err2str(err),
-			  kafka_err_name(err));
+		kafka_die("cannot produce to %s: %s (%s)", topic_name, rd_kafka_err2str(err), kafka_err_name(err));
 	}
 	/* On success the message owns hdrs. */
 	if (sync)
@@ -294,7 +288,8 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	free(line); line = NULL;
+	free(line);
+	line = NULL;
 	while (rd_kafka_outq_len(rk) > 0)
 		rd_kafka_flush(rk, 1000);
 	if (failed_deliveries > 0)

@@ -22,17 +22,19 @@
 #include "lib/opt.h"
 
 static const struct opt_def defs[] = {
-	{ "bootstrap-server", true, false, "<String: server to connect to>",
-	  "REQUIRED: The server(s) to connect to." },
+	{ "bootstrap-server", true, false, "<String: server to connect to>", "REQUIRED: The server(s) to connect to." },
 	{ "command-config", true, false, "<String: command config property file>",
 	  "Property file containing configs to be passed to Admin Client." },
 	{ "list", false, false, NULL, "List all consumer groups." },
-	{ "describe", false, false, NULL, "Describe consumer group and list offset lag (number of messages not yet "
-					  "processed) related to given group." },
-	{ "delete", false, false, NULL, "Pass in groups to delete topic partition offsets and ownership "
-					"information over the entire consumer group." },
-	{ "reset-offsets", false, false, NULL, "Reset offsets of consumer group. Has 2 execution options: --dry-run "
-					       "(the default) and --execute." },
+	{ "describe", false, false, NULL,
+	  "Describe consumer group and list offset lag (number of messages not yet "
+	  "processed) related to given group." },
+	{ "delete", false, false, NULL,
+	  "Pass in groups to delete topic partition offsets and ownership "
+	  "information over the entire consumer group." },
+	{ "reset-offsets", false, false, NULL,
+	  "Reset offsets of consumer group. Has 2 execution options: --dry-run "
+	  "(the default) and --execute." },
 	{ "group", true, true, "<String: consumer group>", "The consumer group we wish to act on." },
 	{ "topic", true, true, "<String: topic>",
 	  "The topic whose consumer group information should be reset: 'topic' or 'topic:0,1'." },
@@ -46,10 +48,10 @@ static const struct opt_def defs[] = {
 	{ NULL },
 };
 
-static const struct opt_cmd cmd = {
-	"gregor-consumer-groups", "This tool helps to list all consumer groups, describe a consumer group, delete "
-				  "consumer group info, or reset consumer group offsets.", defs
-};
+static const struct opt_cmd cmd = { "gregor-consumer-groups",
+				    "This tool helps to list all consumer groups, describe a consumer group, delete "
+				    "consumer group info, or reset consumer group offsets.",
+				    defs };
 
 /* One row of --describe / --reset-offsets. */
 struct cg_row {
@@ -122,7 +124,8 @@ static int cg_list(rd_kafka_t *rk, const struct opts *o)
 		memcpy(sorted, v, n * sizeof(*v));
 	for (size_t i = 1; i < n; i++) /* insertion sort by group id */
 		for (size_t j = i; j > 0 && strcmp(rd_kafka_ConsumerGroupListing_group_id(sorted[j - 1]),
-						  rd_kafka_ConsumerGroupListing_group_id(sorted[j])) > 0; j--) {
+						   rd_kafka_ConsumerGroupListing_group_id(sorted[j])) > 0;
+		     j--) {
 			const rd_kafka_ConsumerGroupListing_t *t = sorted[j];
 
 			sorted[j] = sorted[j - 1];
@@ -197,7 +200,8 @@ static void cg_committed(rd_kafka_t *rk, const char *group, struct cg_rows *rows
 	parts = rd_kafka_group_result_partitions(res[0]);
 	for (int i = 0; parts && i < parts->cnt; i++)
 		if (parts->elems[i].offset >= 0)
-			cg_row_add(rows, parts->elems[i].topic, parts->elems[i].partition)->current = parts->elems[i].offset;
+			cg_row_add(rows, parts->elems[i].topic, parts->elems[i].partition)->current =
+				parts->elems[i].offset;
 	rd_kafka_event_destroy(ev);
 	rd_kafka_ListConsumerGroupOffsets_destroy(req);
 	rd_kafka_AdminOptions_destroy(ao);
@@ -205,8 +209,8 @@ static void cg_committed(rd_kafka_t *rk, const char *group, struct cg_rows *rows
 
 static void cg_watermarks(rd_kafka_t *rk, const struct cg_row *r, int64_t *lo, int64_t *hi)
 {
-	rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(rk, r->topic, r->partition, lo, hi,
-								     kafka_timeout_ms());
+	rd_kafka_resp_err_t err =
+		rd_kafka_query_watermark_offsets(rk, r->topic, r->partition, lo, hi, kafka_timeout_ms());
 
 	if (err)
 		kafka_die("cannot read the offsets of %s-%d: %s", r->topic, r->partition, kafka_err_name(err));
@@ -274,7 +278,8 @@ static int cg_delete(rd_kafka_t *rk, const struct opts *o)
 		printf("Error: Deletion of some consumer groups failed:\n");
 		for (size_t i = 0; i < cnt; i++)
 			if (rd_kafka_group_result_error(res[i]))
-				printf("* Group '%s' could not be deleted due to: %s\n", rd_kafka_group_result_name(res[i]),
+				printf("* Group '%s' could not be deleted due to: %s\n",
+				       rd_kafka_group_result_name(res[i]),
 				       kafka_err_name(rd_kafka_error_code(rd_kafka_group_result_error(res[i]))));
 	} else {
 		printf("Deletion of requested consumer groups (");
@@ -356,8 +361,10 @@ static int cg_reset(rd_kafka_t *rk, const struct opts *o)
 	rd_kafka_consumer_group_state_t st = cg_describe_group(rk, group, NULL, &ev);
 
 	if (st != RD_KAFKA_CONSUMER_GROUP_STATE_EMPTY && st != RD_KAFKA_CONSUMER_GROUP_STATE_DEAD) {
-		fprintf(stderr, "Error: Assignments can only be reset if the group '%s' is inactive, but the current "
-				"state is %s.\n", group, rd_kafka_consumer_group_state_name(st));
+		fprintf(stderr,
+			"Error: Assignments can only be reset if the group '%s' is inactive, but the current "
+			"state is %s.\n",
+			group, rd_kafka_consumer_group_state_name(st));
 		exit(1);
 	}
 	rd_kafka_event_destroy(ev);
@@ -372,7 +379,11 @@ static int cg_reset(rd_kafka_t *rk, const struct opts *o)
 		int64_t lo, hi;
 
 		cg_watermarks(rk, r, &lo, &hi);
-		r->current = opt_has(o, "to-earliest") ? lo : opt_has(o, "to-latest") ? hi : to < lo ? lo : to > hi ? hi : to;
+		r->current = opt_has(o, "to-earliest") ? lo
+			     : opt_has(o, "to-latest") ? hi
+			     : to < lo                 ? lo
+			     : to > hi                 ? hi
+						       : to;
 		printf("%-30s %-30s %-10d %" PRId64 "\n", group, r->topic, r->partition, r->current);
 	}
 	if (opt_has(o, "execute"))
@@ -407,7 +418,8 @@ static cg_action_fn *cg_check_args(const struct opts *o)
 			n++;
 		}
 	if (n != 1)
-		opt_usage_error(o, "Command must include exactly one action: --list, --describe, --delete, --reset-offsets");
+		opt_usage_error(
+			o, "Command must include exactly one action: --list, --describe, --delete, --reset-offsets");
 	opt_require(o, "bootstrap-server");
 	if (strcmp(name, "list"))
 		opt_require(o, "group");
@@ -415,8 +427,9 @@ static cg_action_fn *cg_check_args(const struct opts *o)
 		opt_usage_error(o, "Option \"[%s]\" takes exactly one --group", name);
 	if (!strcmp(name, "reset-offsets")) {
 		if (opt_has(o, "to-earliest") + opt_has(o, "to-latest") + opt_has(o, "to-offset") != 1)
-			opt_usage_error(o, "Option \"[reset-offsets]\" needs exactly one of --to-earliest, --to-latest, "
-					   "--to-offset");
+			opt_usage_error(o,
+					"Option \"[reset-offsets]\" needs exactly one of --to-earliest, --to-latest, "
+					"--to-offset");
 		if (opt_has(o, "all-topics") == (opt_count(o, "topic") > 0))
 			opt_usage_error(o, "Option \"[reset-offsets]\" takes one of these options: all-topics, topic");
 		if (opt_has(o, "execute") && opt_has(o, "dry-run"))

@@ -58,8 +58,7 @@ static const struct opt_def defs[] = {
 	{ "broker-list", true, false, "<String: broker-list>", "DEPRECATED, use --bootstrap-server instead." },
 	{ "topic", true, false, "<String: topic>", "REQUIRED: The topic to consume from." },
 	{ "messages", true, false, "<Long: count>", "REQUIRED: The number of messages to consume." },
-	{ "group", true, false, "<String: gid>",
-	  "The group id to consume on. (default: perf-consumer-<random>)" },
+	{ "group", true, false, "<String: gid>", "The group id to consume on. (default: perf-consumer-<random>)" },
 	{ "consumer.config", true, false, "<String: config file>", "Consumer config properties file." },
 	{ "fetch-size", true, false, "<Integer: size>",
 	  "The amount of data to fetch in a single request (max.partition.fetch.bytes). (default: 1048576)" },
@@ -98,9 +97,9 @@ struct config {
 struct progress {
 	int64_t start_ms;
 	int64_t join_start_ms;
-	int64_t join_ms;          /* total rebalance time */
-	int64_t join_ms_round;    /* rebalance time since the last detailed row */
-	int assigned;             /* partitions currently assigned */
+	int64_t join_ms;       /* total rebalance time */
+	int64_t join_ms_round; /* rebalance time since the last detailed row */
+	int assigned;          /* partitions currently assigned */
 	int64_t msgs, bytes;
 	int64_t last_report_ms, last_msgs, last_bytes;
 };
@@ -179,10 +178,13 @@ static bool read_full(int fd, uint8_t *p, size_t n)
 static bool broker_has_groups(const char *bootstrap, int timeout_ms)
 {
 	static const uint8_t req[] = {
-		0, 0, 0, 10,                    /* size */
-		0, API_KEY_API_VERSIONS, 0, 0,  /* api key, version 0 */
-		0, 0, 0, 1,                     /* correlation id */
-		0, 0,                           /* client id "" */
+		0, 0,
+		0, 10, /* size */
+		0, API_KEY_API_VERSIONS,
+		0, 0, /* api key, version 0 */
+		0, 0,
+		0, 1, /* correlation id */
+		0, 0, /* client id "" */
 	};
 	uint8_t hdr[4], *resp = NULL;
 	bool has = true;
@@ -212,8 +214,7 @@ out:
 
 /* ---- consuming ------------------------------------------------------------ */
 
-static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
-			 void *opaque)
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
 	struct progress *ps = &prog_state;
 	bool cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
@@ -257,8 +258,7 @@ static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
  * simple-consumer API, so no group.id, no coordinator and no offset commits
  * are involved (the broker serves Metadata, ListOffsets and Fetch only).
  * Returns the queue; *parts_out gets the partition list to stop. */
-static rd_kafka_queue_t *assign_all(rd_kafka_t *rk, const struct config *c, rd_kafka_topic_t **rkt_out,
-				    int *parts_out)
+static rd_kafka_queue_t *assign_all(rd_kafka_t *rk, const struct config *c, rd_kafka_topic_t **rkt_out, int *parts_out)
 {
 	const struct rd_kafka_metadata *md;
 	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, c->topic, NULL);
@@ -301,8 +301,8 @@ static void print_detailed(struct progress *ps, int64_t now_ms)
 	int64_t n_int = ps->msgs - ps->last_msgs;
 	int64_t fetch_ms = now_ms - ps->last_report_ms - ps->join_ms_round;
 
-	printf("%s, %d, %.4f, %.4f, %lld, %.4f, %lld, %lld, %.4f, %.4f\n", fmt_time(now_ms, tbuf, sizeof(tbuf)),
-	       0, mb_total, 1000.0 * mb_int / elapsed, (long long)ps->msgs, 1000.0 * (double)n_int / elapsed,
+	printf("%s, %d, %.4f, %.4f, %lld, %.4f, %lld, %lld, %.4f, %.4f\n", fmt_time(now_ms, tbuf, sizeof(tbuf)), 0,
+	       mb_total, 1000.0 * mb_int / elapsed, (long long)ps->msgs, 1000.0 * (double)n_int / elapsed,
 	       (long long)ps->join_ms_round, (long long)fetch_ms,
 	       fetch_ms <= 0 ? 0.0 : 1000.0 * mb_int / (double)fetch_ms,
 	       fetch_ms <= 0 ? 0.0 : 1000.0 * (double)n_int / (double)fetch_ms);
@@ -324,8 +324,8 @@ static void consume(rd_kafka_t *rk, rd_kafka_queue_t *q, const struct config *c)
 
 	ps->last_report_ms = now;
 	while (ps->msgs < c->messages && now - last_consumed <= c->timeout_ms) {
-		size_t want = (size_t)(c->messages - ps->msgs) < BATCH_MAX ? (size_t)(c->messages - ps->msgs)
-									    : BATCH_MAX;
+		size_t want =
+			(size_t)(c->messages - ps->msgs) < BATCH_MAX ? (size_t)(c->messages - ps->msgs) : BATCH_MAX;
 		ssize_t n = rd_kafka_consume_batch_queue(q, 100, batch, want);
 		now = wall_ms();
 		for (ssize_t i = 0; i < n; i++) {
@@ -422,9 +422,8 @@ static void print_summary(const struct progress *ps, int64_t end_ms)
 	if (elapsed_s <= 0)
 		elapsed_s = 0.001;
 	printf("%s, %s, %.4f, %.4f, %lld, %.4f, %lld, %lld, %.4f, %.4f\n", fmt_time(ps->start_ms, t0, sizeof(t0)),
-	       fmt_time(end_ms, t1, sizeof(t1)), mb, mb / elapsed_s, (long long)ps->msgs,
-	       (double)ps->msgs / elapsed_s, (long long)ps->join_ms, (long long)fetch_ms,
-	       fetch_ms > 0 ? mb / ((double)fetch_ms / 1000.0) : 0.0,
+	       fmt_time(end_ms, t1, sizeof(t1)), mb, mb / elapsed_s, (long long)ps->msgs, (double)ps->msgs / elapsed_s,
+	       (long long)ps->join_ms, (long long)fetch_ms, fetch_ms > 0 ? mb / ((double)fetch_ms / 1000.0) : 0.0,
 	       fetch_ms > 0 ? (double)ps->msgs / ((double)fetch_ms / 1000.0) : 0.0);
 }
 
@@ -439,8 +438,10 @@ int main(int argc, char **argv)
 	int parts = 0;
 
 	if (!c.assign && !broker_has_groups(c.bootstrap, (int)(c.timeout_ms > 0 ? c.timeout_ms : 1))) {
-		fprintf(stderr, "%s: the broker does not support consumer groups (no JoinGroup); "
-				"assigning all partitions of \"%s\" directly\n", PROG, c.topic);
+		fprintf(stderr,
+			"%s: the broker does not support consumer groups (no JoinGroup); "
+			"assigning all partitions of \"%s\" directly\n",
+			PROG, c.topic);
 		c.assign = true;
 	}
 	rd_kafka_conf_t *conf = build_conf(o, &c);

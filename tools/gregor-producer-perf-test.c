@@ -128,9 +128,9 @@ static uint64_t hist_percentile_us(const struct hist *h, double p)
 struct stats {
 	pthread_mutex_t lock;
 	int64_t start_ms;
-	struct hist hist;  /* whole run */
-	uint64_t bytes;    /* payload bytes delivered */
-	uint64_t failed;   /* delivery reports with an error */
+	struct hist hist; /* whole run */
+	uint64_t bytes;   /* payload bytes delivered */
+	uint64_t failed;  /* delivery reports with an error */
 	int64_t window_start_ms;
 	uint64_t window_count;
 	uint64_t window_bytes;
@@ -171,8 +171,7 @@ static void stats_print_window(struct stats *s, int64_t now_ms)
 	printf("%llu records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max latency.\n",
 	       (unsigned long long)s->window_count, 1000.0 * (double)s->window_count / (double)elapsed,
 	       1000.0 * (double)s->window_bytes / (double)elapsed / (1024.0 * 1024.0),
-	       (double)s->window_sum_us / 1000.0 / (double)s->window_count,
-	       (double)s->window_max_us / 1000.0);
+	       (double)s->window_sum_us / 1000.0 / (double)s->window_count, (double)s->window_max_us / 1000.0);
 	fflush(stdout);
 	s->window_start_ms = now_ms;
 	s->window_count = s->window_bytes = s->window_sum_us = s->window_max_us = 0;
@@ -279,8 +278,7 @@ static const struct opt_def defs[] = {
 	{ "bootstrap-server", true, false, "<HOST:PORT>",
 	  "the broker(s) to connect to; same as --producer-props bootstrap.servers=..." },
 	{ "print-metrics", false, false, NULL, "print out the client's metrics at the end of the test." },
-	{ "transactional-id", true, false, "<TRANSACTIONAL-ID>",
-	  "the transactional id to use; enables transactions." },
+	{ "transactional-id", true, false, "<TRANSACTIONAL-ID>", "the transactional id to use; enables transactions." },
 	{ "transaction-duration-ms", true, false, "<TRANSACTION-DURATION>",
 	  "commit the transaction after this many ms (> 0; default 3000 when transactions are on); "
 	  "enables transactions." },
@@ -328,7 +326,7 @@ struct config {
 	int64_t num_records;
 	int64_t record_size; /* 0 when payloads come from a file or are monotonic */
 	bool monotonic;
-	double throughput;   /* records/s; <= 0 means unthrottled */
+	double throughput; /* records/s; <= 0 means unthrottled */
 	bool transactions;
 	int64_t txn_duration_ms;
 	bool print_metrics;
@@ -347,8 +345,7 @@ static double parse_throughput(const struct opts *o)
 
 static void parse_config(const struct opts *o, struct config *c)
 {
-	int payload_opts = opt_has(o, "record-size") + opt_has(o, "payload-file") +
-			   opt_has(o, "payload-monotonic");
+	int payload_opts = opt_has(o, "record-size") + opt_has(o, "payload-file") + opt_has(o, "payload-monotonic");
 
 	opt_require(o, "topic");
 	opt_require(o, "num-records");
@@ -356,8 +353,7 @@ static void parse_config(const struct opts *o, struct config *c)
 	if (payload_opts != 1)
 		opt_usage_error(o, "exactly one of --record-size, --payload-file or --payload-monotonic "
 				   "must be specified");
-	if (!opt_has(o, "producer-props") && !opt_has(o, "producer.config") &&
-	    !opt_has(o, "bootstrap-server"))
+	if (!opt_has(o, "producer-props") && !opt_has(o, "producer.config") && !opt_has(o, "bootstrap-server"))
 		opt_usage_error(o, "Either --producer-props or --producer.config must be specified.");
 	c->topic = opt_str(o, "topic", NULL);
 	if (!*c->topic)
@@ -376,12 +372,12 @@ static void parse_config(const struct opts *o, struct config *c)
 /* ---- payloads ----------------------------------------------------------- */
 
 struct payloads {
-	char *pool;      /* --record-size: random A-Z bytes to cut records from */
+	char *pool; /* --record-size: random A-Z bytes to cut records from */
 	size_t pool_len;
-	char **list;     /* --payload-file: the payloads */
+	char **list; /* --payload-file: the payloads */
 	size_t *lens;
 	size_t count;
-	uint64_t rng;    /* xorshift64* state */
+	uint64_t rng; /* xorshift64* state */
 };
 
 static uint64_t rng_next(uint64_t *s)
@@ -457,8 +453,7 @@ static void payloads_init(struct payloads *p, const struct opts *o, const struct
 	memset(p, 0, sizeof(*p));
 	p->rng = 0x9E3779B97F4A7C15ULL;
 	if (opt_has(o, "payload-file")) {
-		payloads_load_file(p, opt_str(o, "payload-file", NULL),
-				   opt_str(o, "payload-delimiter", "\\n"));
+		payloads_load_file(p, opt_str(o, "payload-file", NULL), opt_str(o, "payload-delimiter", "\\n"));
 		return;
 	}
 	if (c->monotonic)
@@ -474,8 +469,7 @@ static void payloads_init(struct payloads *p, const struct opts *o, const struct
 /* The payload of record i: random uppercase letters like Kafka's, cut at a
  * random offset from a pre-generated pool (generating them byte by byte
  * would cost more CPU than the broker under test). */
-static const char *payloads_pick(struct payloads *p, const struct config *c, int64_t i, size_t *len,
-				 char *numbuf)
+static const char *payloads_pick(struct payloads *p, const struct config *c, int64_t i, size_t *len, char *numbuf)
 {
 	if (p->count) {
 		size_t k = (size_t)(rng_next(&p->rng) % p->count);
@@ -537,19 +531,25 @@ static void check_idempotence(rd_kafka_conf_t *conf)
 	 * librdkafka's default, -1 (all). */
 	if (rd_kafka_conf_get_default_topic_conf(conf) && !conf_is(conf, "acks", "-1") &&
 	    !conf_is(conf, "acks", "all")) {
-		fprintf(stderr, "%s: invalid configuration: acks must be \"all\" (or -1) when "
-				"enable.idempotence=true; got acks=%lld\n", PROG, conf_ll(conf, "acks"));
+		fprintf(stderr,
+			"%s: invalid configuration: acks must be \"all\" (or -1) when "
+			"enable.idempotence=true; got acks=%lld\n",
+			PROG, conf_ll(conf, "acks"));
 		exit(2);
 	}
 	if (conf_ll(conf, "retries") <= 0) {
-		fprintf(stderr, "%s: invalid configuration: retries must be greater than 0 when "
-				"enable.idempotence=true; got retries=%lld\n", PROG, conf_ll(conf, "retries"));
+		fprintf(stderr,
+			"%s: invalid configuration: retries must be greater than 0 when "
+			"enable.idempotence=true; got retries=%lld\n",
+			PROG, conf_ll(conf, "retries"));
 		exit(2);
 	}
 	inflight = conf_ll(conf, "max.in.flight.requests.per.connection");
 	if (inflight > 5 && inflight != 1000000) {
-		fprintf(stderr, "%s: invalid configuration: max.in.flight.requests.per.connection must be "
-				"at most 5 when enable.idempotence=true; got %lld\n", PROG, inflight);
+		fprintf(stderr,
+			"%s: invalid configuration: max.in.flight.requests.per.connection must be "
+			"at most 5 when enable.idempotence=true; got %lld\n",
+			PROG, inflight);
 		exit(2);
 	}
 }
@@ -582,8 +582,7 @@ static rd_kafka_conf_t *build_conf(const struct opts *o, struct config *c)
 	apply_props(conf, o);
 	sz = sizeof(txn_id);
 	rd_kafka_conf_get(conf, "transactional.id", txn_id, &sz);
-	c->transactions = opt_has(o, "transactional-id") || opt_has(o, "transaction-duration-ms") ||
-			  txn_id[0];
+	c->transactions = opt_has(o, "transactional-id") || opt_has(o, "transaction-duration-ms") || txn_id[0];
 	if (c->transactions) {
 		if (opt_has(o, "transactional-id"))
 			snprintf(txn_id, sizeof(txn_id), "%s", opt_str(o, "transactional-id", NULL));
@@ -621,8 +620,7 @@ static void txn_check(rd_kafka_error_t *error, const char *what)
 {
 	if (!error)
 		return;
-	kafka_die("%s failed: %s: %s", what, kafka_err_name(rd_kafka_error_code(error)),
-		  rd_kafka_error_string(error));
+	kafka_die("%s failed: %s: %s", what, kafka_err_name(rd_kafka_error_code(error)), rd_kafka_error_string(error));
 }
 
 /* Sleeps until record i is due at the steady rate (absolute schedule, so
@@ -640,8 +638,8 @@ static void throttle(const struct config *c, int64_t start_ns, int64_t i)
 
 static void produce_one(rd_kafka_t *rk, rd_kafka_topic_t *rkt, const char *buf, size_t len)
 {
-	while (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, (void *)buf, len, NULL,
-				0, NULL) != 0) {
+	while (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, (void *)buf, len, NULL, 0, NULL) !=
+	       0) {
 		rd_kafka_resp_err_t err = rd_kafka_last_error();
 		check_fatal(rk);
 		if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
@@ -746,8 +744,8 @@ int main(int argc, char **argv)
 	if (c.print_metrics)
 		print_metrics();
 	if (failed)
-		fprintf(stderr, "%s: %llu records failed; first error: %s\n", PROG,
-			(unsigned long long)failed, stats.last_err);
+		fprintf(stderr, "%s: %llu records failed; first error: %s\n", PROG, (unsigned long long)failed,
+			stats.last_err);
 	rd_kafka_destroy(rk);
 	opts_free(o);
 	free(xargv);

@@ -57,9 +57,8 @@ static const struct opt_def defs[] = {
 	{ NULL },
 };
 
-static const struct opt_cmd cmd = {
-	"gregor-topics", "This tool helps to create, delete, describe, or change a topic.", defs
-};
+static const struct opt_cmd cmd = { "gregor-topics", "This tool helps to create, delete, describe, or change a topic.",
+				    defs };
 
 static const char *const actions[] = { "create", "list", "alter", "describe", "delete" };
 
@@ -88,8 +87,7 @@ static void only_with(const struct opts *o, const char *name, const char *const 
 		for (const char *const *a = allowed; *a; a++)
 			ok = ok || !strcmp(*a, actions[i]);
 		if (!ok && opt_has(o, actions[i]))
-			opt_usage_error(o, "Option \"[%s]\" can't be used with option \"[%s]\"", name,
-					actions[i]);
+			opt_usage_error(o, "Option \"[%s]\" can't be used with option \"[%s]\"", name, actions[i]);
 	}
 }
 
@@ -147,7 +145,8 @@ static char **matching_topics(rd_kafka_t *rk, const struct opts *o, int *n_out)
 		strcpy(w, ")$");
 		if (regcomp(&re, pat, REG_EXTENDED | REG_NOSUB) != 0)
 			topic_fail("Invalid topic regular expression '%s'", topic);
-		free(pat); pat = NULL;
+		free(pat);
+		pat = NULL;
 	}
 	for (int i = 0; i < n; i++) {
 		bool keep = !(no_internal && admin_topic_is_internal(names[i])) &&
@@ -156,7 +155,8 @@ static char **matching_topics(rd_kafka_t *rk, const struct opts *o, int *n_out)
 		if (keep) {
 			names[kept++] = names[i];
 		} else {
-			free(names[i]); names[i] = NULL;
+			free(names[i]);
+			names[i] = NULL;
 		}
 	}
 	if (topic)
@@ -177,8 +177,7 @@ static void check_topic_result(const rd_kafka_topic_result_t *tr, rd_kafka_resp_
 	if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == ignore)
 		return;
 	if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-		topic_fail("Topic '%s' already exists. (%s)", rd_kafka_topic_result_name(tr),
-			   kafka_err_name(err));
+		topic_fail("Topic '%s' already exists. (%s)", rd_kafka_topic_result_name(tr), kafka_err_name(err));
 	topic_fail("%s (%s)", msg && *msg ? msg : rd_kafka_err2str(err), kafka_err_name(err));
 }
 
@@ -231,9 +230,8 @@ static void create_topic(rd_kafka_t *rk, const struct opts *o)
 	ev = kafka_admin_wait(q);
 	res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
 	for (size_t i = 0; i < n; i++)
-		check_topic_result(res[i], opt_has(o, "if-not-exists") ?
-						   RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS :
-						   RD_KAFKA_RESP_ERR_NO_ERROR);
+		check_topic_result(res[i], opt_has(o, "if-not-exists") ? RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS
+								       : RD_KAFKA_RESP_ERR_NO_ERROR);
 	if (!(n == 1 && rd_kafka_topic_result_error(res[0])))
 		printf("Created topic %s.\n", topic);
 	rd_kafka_event_destroy(ev);
@@ -266,7 +264,8 @@ static void delete_topics(rd_kafka_t *rk, const struct opts *o)
 		rd_kafka_event_destroy(ev);
 		rd_kafka_DeleteTopic_destroy_array(dt, (size_t)n);
 	}
-	free(dt); dt = NULL;
+	free(dt);
+	dt = NULL;
 	rd_kafka_queue_destroy(q);
 	rd_kafka_AdminOptions_destroy(ao);
 	admin_names_free(names, n);
@@ -295,14 +294,14 @@ static void alter_topics(rd_kafka_t *rk, const struct opts *o)
 		}
 		rd_kafka_CreatePartitions(rk, np, (size_t)n, ao, q);
 		ev = kafka_admin_wait(q);
-		res = rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev),
-							      &rn);
+		res = rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev), &rn);
 		for (size_t i = 0; i < rn; i++)
 			check_topic_result(res[i], RD_KAFKA_RESP_ERR_NO_ERROR);
 		rd_kafka_event_destroy(ev);
 		rd_kafka_NewPartitions_destroy_array(np, (size_t)n);
 	}
-	free(np); np = NULL;
+	free(np);
+	np = NULL;
 	rd_kafka_queue_destroy(q);
 	rd_kafka_AdminOptions_destroy(ao);
 	admin_names_free(names, n);
@@ -323,8 +322,7 @@ static void list_topics(rd_kafka_t *rk, const struct opts *o)
 static void print_configs(rd_kafka_t *rk, const char *topic)
 {
 	rd_kafka_event_t *ev;
-	const rd_kafka_ConfigResource_t *res =
-		admin_describe_config(rk, RD_KAFKA_RESOURCE_TOPIC, topic, &ev);
+	const rd_kafka_ConfigResource_t *res = admin_describe_config(rk, RD_KAFKA_RESOURCE_TOPIC, topic, &ev);
 	rd_kafka_resp_err_t err = rd_kafka_ConfigResource_error(res);
 	const rd_kafka_ConfigEntry_t **ents;
 	size_t n;
@@ -369,8 +367,8 @@ static void describe_one(rd_kafka_t *rk, const rd_kafka_metadata_topic_t *t)
 		kafka_die("out of memory");
 	memcpy(parts, t->partitions, (size_t)t->partition_cnt * sizeof(*parts));
 	qsort(parts, (size_t)t->partition_cnt, sizeof(*parts), cmp_part);
-	printf("Topic: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: ", t->topic,
-	       t->partition_cnt, t->partition_cnt ? parts[0].replica_cnt : 0);
+	printf("Topic: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: ", t->topic, t->partition_cnt,
+	       t->partition_cnt ? parts[0].replica_cnt : 0);
 	print_configs(rk, t->topic);
 	printf("\n");
 	for (int i = 0; i < t->partition_cnt; i++) {
@@ -383,7 +381,8 @@ static void describe_one(rd_kafka_t *rk, const rd_kafka_metadata_topic_t *t)
 		print_ids("Isr", parts[i].isrs, parts[i].isr_cnt);
 		printf("\n");
 	}
-	free(parts); parts = NULL;
+	free(parts);
+	parts = NULL;
 }
 
 static void describe_topics(rd_kafka_t *rk, const struct opts *o)

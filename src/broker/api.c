@@ -175,8 +175,8 @@ static bool req_api_ok(const struct req_header *h)
 
 static void req_reject(struct req *rq, const char *why)
 {
-	log_warn("%s: %s (api key %d version %d, client '%.*s')", conn_peer(rq->c), why,
-		 rq->hdr.api_key, rq->hdr.api_version, rq->hdr.client_id.len > 0 ? rq->hdr.client_id.len : 0,
+	log_warn("%s: %s (api key %d version %d, client '%.*s')", conn_peer(rq->c), why, rq->hdr.api_key,
+		 rq->hdr.api_version, rq->hdr.client_id.len > 0 ? rq->hdr.client_id.len : 0,
 		 rq->hdr.client_id.p ? rq->hdr.client_id.p : "");
 	conn_slot_done(rq->c, rq->slot, NULL);
 	conn_close(rq->c, why);
@@ -195,8 +195,8 @@ static void req_run(struct req *rq, struct rd *r)
 		return;
 	}
 	pa->resp_init(rq->out);
-	log_debug(LOGC_PROTO, "proto", "%s: %s v%d corr %d", conn_peer(rq->c), pa->name,
-		  rq->hdr.api_version, rq->hdr.correlation_id);
+	log_debug(LOGC_PROTO, "proto", "%s: %s v%d corr %d", conn_peer(rq->c), pa->name, rq->hdr.api_version,
+		  rq->hdr.correlation_id);
 	res = api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out);
 	switch (res) {
 	case H_REPLY:

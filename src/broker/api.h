@@ -30,14 +30,14 @@ struct broker;
 
 struct req {
 	struct broker *b;
-	struct conn *c;            /* holds a reference */
+	struct conn *c; /* holds a reference */
 	struct conn_slot *slot;
 	struct req_header hdr;
 	struct arena arena;
-	uint8_t *frame;            /* owned */
+	uint8_t *frame; /* owned */
 	int32_t frame_len;
-	void *in;                  /* decoded request (arena) */
-	void *out;                 /* response to encode (arena) */
+	void *in;  /* decoded request (arena) */
+	void *out; /* response to encode (arena) */
 	/* parking: used by whichever subsystem holds the request */
 	struct loop_timer timer;
 	struct req *park_next;

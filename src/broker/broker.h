@@ -24,18 +24,18 @@ struct broker {
 	struct registry *reg;
 	struct syncer *syncer;
 	struct loop_io listen_io;
-	char host[256];        /* advertised host */
-	int32_t port;          /* advertised port */
+	char host[256]; /* advertised host */
+	int32_t port;   /* advertised port */
 	char cluster_id[64];
 	int32_t node_id;
-	bool appended;         /* something was appended during this loop iteration */
+	bool appended;             /* something was appended during this loop iteration */
 	struct req *fetch_waiters; /* parked long-poll fetches */
 	struct loop_timer housekeeping;
 	struct group_coord *groups; /* the group coordinator (h_group.c) */
 	struct txn_coord *txns;     /* the transaction coordinator (h_txn.c) */
 	/* what a SIGHUP reload re-reads (main.c; borrowed from main's argv) */
-	const char *config_path;    /* server.properties, NULL = defaults only */
-	int argc;                   /* the command line, for its --override values */
+	const char *config_path; /* server.properties, NULL = defaults only */
+	int argc;                /* the command line, for its --override values */
 	char **argv;
 };
 

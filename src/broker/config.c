@@ -20,20 +20,37 @@
 #define F(fld) offsetof(struct broker_cfg, fld)
 #define I32MAX INT32_MAX
 #define I64MAX INT64_MAX
-#define BOOL(n, fld, d, dyn, doc) { n, CONF_BOOL, F(fld), 0, 0, d, dyn, doc, NULL }
-#define I32(n, fld, lo, hi, d, dyn, doc) { n, CONF_INT32, F(fld), lo, hi, d, dyn, doc, NULL }
-#define I64(n, fld, lo, hi, d, dyn, doc) { n, CONF_INT64, F(fld), lo, hi, d, dyn, doc, NULL }
-#define STR(n, fld, d, dyn, doc) { n, CONF_STRING, F(fld), 0, 0, d, dyn, doc, NULL }
-#define LIST(n, fld, d, dyn, doc) { n, CONF_LIST, F(fld), 0, 0, d, dyn, doc, NULL }
-#define ENUM(n, fld, vals, d, dyn, doc) { n, CONF_ENUM, F(fld), 0, 0, d, dyn, doc, vals }
+#define BOOL(n, fld, d, dyn, doc)                                                                                      \
+	{                                                                                                              \
+		n, CONF_BOOL, F(fld), 0, 0, d, dyn, doc, NULL                                                          \
+	}
+#define I32(n, fld, lo, hi, d, dyn, doc)                                                                               \
+	{                                                                                                              \
+		n, CONF_INT32, F(fld), lo, hi, d, dyn, doc, NULL                                                       \
+	}
+#define I64(n, fld, lo, hi, d, dyn, doc)                                                                               \
+	{                                                                                                              \
+		n, CONF_INT64, F(fld), lo, hi, d, dyn, doc, NULL                                                       \
+	}
+#define STR(n, fld, d, dyn, doc)                                                                                       \
+	{                                                                                                              \
+		n, CONF_STRING, F(fld), 0, 0, d, dyn, doc, NULL                                                        \
+	}
+#define LIST(n, fld, d, dyn, doc)                                                                                      \
+	{                                                                                                              \
+		n, CONF_LIST, F(fld), 0, 0, d, dyn, doc, NULL                                                          \
+	}
+#define ENUM(n, fld, vals, d, dyn, doc)                                                                                \
+	{                                                                                                              \
+		n, CONF_ENUM, F(fld), 0, 0, d, dyn, doc, vals                                                          \
+	}
 
 #define NOEFFECT "Accepted, no effect on a single node."
 #define IGNORED "Accepted for compatibility with Kafka's server.properties; ignored."
 
 static const struct conf_def defs[] = {
 	/* identity and listeners */
-	I32("node.id", node_id, 0, I32MAX, "0", false,
-	    "This broker's id, reported in Metadata and FindCoordinator."),
+	I32("node.id", node_id, 0, I32MAX, "0", false, "This broker's id, reported in Metadata and FindCoordinator."),
 	I32("broker.id", broker_id, -1, I32MAX, "-1", false,
 	    "Old name of `node.id`; if both are given they must be equal."),
 	STR("cluster.id", cluster_id, "", false,
@@ -44,9 +61,9 @@ static const struct conf_def defs[] = {
 	     "Addresses given to clients in Metadata; null or empty means the same as `listeners`."),
 	STR("broker.rack", broker_rack, NULL, false, "Rack of this broker, reported in Metadata."),
 	/* log layout */
-	LIST("log.dirs", log_dirs, "./data", false,
-	     "Directories holding the partition logs (`<topic>-<partition>/`)."),
-	STR("log.dir", log_dir, NULL, false, "Single-directory form of `log.dirs`, used only when `log.dirs` is not given."),
+	LIST("log.dirs", log_dirs, "./data", false, "Directories holding the partition logs (`<topic>-<partition>/`)."),
+	STR("log.dir", log_dir, NULL, false,
+	    "Single-directory form of `log.dirs`, used only when `log.dirs` is not given."),
 	I32("num.partitions", num_partitions, 1, 1000000, "1", true,
 	    "Partitions of an automatically created topic, and of CreateTopics with NumPartitions -1."),
 	I32("default.replication.factor", default_replication_factor, 1, 32767, "1", true,
@@ -106,19 +123,17 @@ static const struct conf_def defs[] = {
 	    "Largest offset or time index file; a full index rolls the segment."),
 	I64("log.segment.delete.delay.ms", log_segment_delete_delay_ms, 0, I64MAX, "60000", true,
 	    "Delay between unlinking a deleted segment from the log and removing its files."),
-	BOOL("log.preallocate", log_preallocate, "false", true,
-	     "Preallocate segment files at roll (fallocate)."),
+	BOOL("log.preallocate", log_preallocate, "false", true, "Preallocate segment files at roll (fallocate)."),
 	ENUM("log.cleanup.policy", log_cleanup_policy, CONFIG_CLEANUP_VALUES, "delete", true,
 	     "Default topic `cleanup.policy`."),
-	BOOL("log.cleaner.enable", log_cleaner_enable, "true", false,
-	     "Run the log cleaner for compacted topics."),
+	BOOL("log.cleaner.enable", log_cleaner_enable, "true", false, "Run the log cleaner for compacted topics."),
 	I32("log.cleaner.threads", log_cleaner_threads, 0, I32MAX, "1", true, IGNORED),
 	I64("log.cleaner.delete.retention.ms", log_cleaner_delete_retention_ms, 0, I64MAX, "86400000", true,
 	    "Default topic `delete.retention.ms` (how long tombstones are kept in compacted topics)."),
 	I64("log.cleaner.min.compaction.lag.ms", log_cleaner_min_compaction_lag_ms, 0, I64MAX, "0", true,
 	    "Default topic `min.compaction.lag.ms`."),
-	I64("log.cleaner.max.compaction.lag.ms", log_cleaner_max_compaction_lag_ms, 1, I64MAX,
-	    "9223372036854775807", true, "Default topic `max.compaction.lag.ms`."),
+	I64("log.cleaner.max.compaction.lag.ms", log_cleaner_max_compaction_lag_ms, 1, I64MAX, "9223372036854775807",
+	    true, "Default topic `max.compaction.lag.ms`."),
 	STR("log.cleaner.min.cleanable.ratio", log_cleaner_min_cleanable_ratio, "0.5", true,
 	    "Default topic `min.cleanable.dirty.ratio` (a number between 0 and 1)."),
 	/* flush */
@@ -127,12 +142,12 @@ static const struct conf_def defs[] = {
 	    "acks=all waits for the data to be on stable storage (group-committed)."),
 	I64("log.flush.interval.ms", log_flush_interval_ms, -1, I64MAX, "-1", true,
 	    "Force an fsync when unflushed data is this old; -1 not set (only acks=all forces a sync)."),
-	I64("log.flush.scheduler.interval.ms", log_flush_scheduler_interval_ms, 0, I64MAX,
-	    "9223372036854775807", false, IGNORED),
-	I32("log.flush.offset.checkpoint.interval.ms", log_flush_offset_checkpoint_interval_ms, 0, I32MAX,
-	    "60000", false, "How often the recovery-point checkpoint is written."),
-	I32("log.flush.start.offset.checkpoint.interval.ms", log_flush_start_offset_checkpoint_interval_ms, 0,
-	    I32MAX, "60000", false, "How often the log-start-offset checkpoint is written."),
+	I64("log.flush.scheduler.interval.ms", log_flush_scheduler_interval_ms, 0, I64MAX, "9223372036854775807", false,
+	    IGNORED),
+	I32("log.flush.offset.checkpoint.interval.ms", log_flush_offset_checkpoint_interval_ms, 0, I32MAX, "60000",
+	    false, "How often the recovery-point checkpoint is written."),
+	I32("log.flush.start.offset.checkpoint.interval.ms", log_flush_start_offset_checkpoint_interval_ms, 0, I32MAX,
+	    "60000", false, "How often the log-start-offset checkpoint is written."),
 	/* messages */
 	ENUM("log.message.timestamp.type", log_message_timestamp_type, CONFIG_TS_VALUES, "CreateTime", true,
 	     "Default topic `message.timestamp.type`: keep the producer's timestamps, or stamp batches with the "
@@ -141,8 +156,8 @@ static const struct conf_def defs[] = {
 	    "9223372036854775807", true, "Default topic `message.timestamp.difference.max.ms`."),
 	I64("log.message.timestamp.before.max.ms", log_message_timestamp_before_max_ms, 0, I64MAX,
 	    "9223372036854775807", true, "Default topic `message.timestamp.before.max.ms`."),
-	I64("log.message.timestamp.after.max.ms", log_message_timestamp_after_max_ms, 0, I64MAX,
-	    "9223372036854775807", true, "Default topic `message.timestamp.after.max.ms`."),
+	I64("log.message.timestamp.after.max.ms", log_message_timestamp_after_max_ms, 0, I64MAX, "9223372036854775807",
+	    true, "Default topic `message.timestamp.after.max.ms`."),
 	BOOL("log.message.downconversion.enable", log_message_downconversion_enable, "true", true,
 	     "Accepted; Gregor stores and serves record batch v2 only."),
 	STR("log.message.format.version", log_message_format_version, "3.0-IV1", false,
@@ -186,12 +201,12 @@ static const struct conf_def defs[] = {
 	    "Idempotent producer state of a producer id silent for this long is dropped."),
 	I32("transaction.state.log.num.partitions", transaction_state_log_num_partitions, 1, I32MAX, "50", false,
 	    "Partitions of `__transaction_state` (fixed once the topic exists)."),
-	I32("transaction.state.log.replication.factor", transaction_state_log_replication_factor, 1, 32767, "1",
-	    false, NOEFFECT " (Kafka's default is 3.)"),
+	I32("transaction.state.log.replication.factor", transaction_state_log_replication_factor, 1, 32767, "1", false,
+	    NOEFFECT " (Kafka's default is 3.)"),
 	I32("transaction.state.log.min.isr", transaction_state_log_min_isr, 1, I32MAX, "1", false,
 	    NOEFFECT " (Kafka's default is 2.)"),
-	I32("transaction.state.log.segment.bytes", transaction_state_log_segment_bytes, 1, I32MAX, "104857600",
-	    false, "Segment size of `__transaction_state`."),
+	I32("transaction.state.log.segment.bytes", transaction_state_log_segment_bytes, 1, I32MAX, "104857600", false,
+	    "Segment size of `__transaction_state`."),
 	I32("transaction.abort.timed.out.transaction.cleanup.interval.ms",
 	    transaction_abort_timed_out_transaction_cleanup_interval_ms, 1, I32MAX, "10000", false,
 	    "How often transactions past their timeout are aborted."),
@@ -205,8 +220,7 @@ static const struct conf_def defs[] = {
 	I32("background.threads", background_threads, 1, I32MAX, "10", true, IGNORED),
 	/* cluster */
 	STR("zookeeper.connect", zookeeper_connect, NULL, false, NOEFFECT " (Cluster mode will use it.)"),
-	I32("zookeeper.connection.timeout.ms", zookeeper_connection_timeout_ms, 0, I32MAX, "18000", false,
-	    NOEFFECT),
+	I32("zookeeper.connection.timeout.ms", zookeeper_connection_timeout_ms, 0, I32MAX, "18000", false, NOEFFECT),
 	I32("zookeeper.session.timeout.ms", zookeeper_session_timeout_ms, 0, I32MAX, "18000", false, NOEFFECT),
 	LIST("process.roles", process_roles, "", false, NOEFFECT " (KRaft)"),
 	LIST("controller.quorum.voters", controller_quorum_voters, "", false, NOEFFECT " (KRaft)"),
@@ -218,10 +232,10 @@ static const struct conf_def defs[] = {
 	     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", false,
 	     "Listener name to security protocol; Gregor serves PLAINTEXT only for now."),
 	STR("security.inter.broker.protocol", security_inter_broker_protocol, "PLAINTEXT", false, NOEFFECT),
-	I32("share.coordinator.state.topic.replication.factor", share_coordinator_state_topic_replication_factor,
-	    1, 32767, "1", false, NOEFFECT),
-	I32("share.coordinator.state.topic.min.isr", share_coordinator_state_topic_min_isr, 1, I32MAX, "1",
-	    false, NOEFFECT),
+	I32("share.coordinator.state.topic.replication.factor", share_coordinator_state_topic_replication_factor, 1,
+	    32767, "1", false, NOEFFECT),
+	I32("share.coordinator.state.topic.min.isr", share_coordinator_state_topic_min_isr, 1, I32MAX, "1", false,
+	    NOEFFECT),
 	/* diagnostics */
 	LIST("log.debug", log_debug, "", true,
 	     "Debug log categories: `net`, `proto`, `log`, `group`, `txn`, `broker` or `all`."),
@@ -272,20 +286,26 @@ int config_get(const struct broker_cfg *cfg, const char *key, char *buf, size_t 
 	int rc = conf_get(&table, cfg, key, buf, n);
 
 	if (source)
-		*source = rc < 0 ? CONFIG_SOURCE_UNKNOWN
-			: config_is_set(cfg, key) ? CONFIG_SOURCE_STATIC_BROKER : CONFIG_SOURCE_DEFAULT;
+		*source = rc < 0                    ? CONFIG_SOURCE_UNKNOWN
+			  : config_is_set(cfg, key) ? CONFIG_SOURCE_STATIC_BROKER
+						    : CONFIG_SOURCE_DEFAULT;
 	return rc;
 }
 
 int config_kafka_type(const struct conf_def *d)
 {
 	switch (d->type) {
-	case CONF_BOOL: return CONFIG_KTYPE_BOOLEAN;
-	case CONF_INT32: return CONFIG_KTYPE_INT;
-	case CONF_INT64: return CONFIG_KTYPE_LONG;
-	case CONF_LIST: return CONFIG_KTYPE_LIST;
+	case CONF_BOOL:
+		return CONFIG_KTYPE_BOOLEAN;
+	case CONF_INT32:
+		return CONFIG_KTYPE_INT;
+	case CONF_INT64:
+		return CONFIG_KTYPE_LONG;
+	case CONF_LIST:
+		return CONFIG_KTYPE_LIST;
 	case CONF_STRING:
-	case CONF_ENUM: return CONFIG_KTYPE_STRING;
+	case CONF_ENUM:
+		return CONFIG_KTYPE_STRING;
 	}
 	return CONFIG_KTYPE_UNKNOWN;
 }
@@ -310,7 +330,8 @@ int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen)
 
 		if (!d)
 			return -ENOMEM;
-		free(cfg->log_dirs); cfg->log_dirs = d;
+		free(cfg->log_dirs);
+		cfg->log_dirs = d;
 	}
 	if (!cfg->log_dirs || !*cfg->log_dirs) {
 		snprintf(err, errlen, "log.dirs is empty");
@@ -322,8 +343,10 @@ int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (log_set_debug(cfg->log_debug ? cfg->log_debug : "")) {
-		snprintf(err, errlen, "invalid value '%s' for 'log.debug': expected a list of net, proto, log, "
-			 "group, txn, broker or all", cfg->log_debug);
+		snprintf(err, errlen,
+			 "invalid value '%s' for 'log.debug': expected a list of net, proto, log, "
+			 "group, txn, broker or all",
+			 cfg->log_debug);
 		return -EINVAL;
 	}
 	return 0;
@@ -500,12 +523,22 @@ static void config_swap_value(const struct conf_def *d, struct broker_cfg *a, st
 	size_t n = 0;
 
 	switch (d->type) {
-	case CONF_BOOL: n = sizeof(bool); break;
-	case CONF_INT32: n = sizeof(int32_t); break;
-	case CONF_INT64: n = sizeof(int64_t); break;
+	case CONF_BOOL:
+		n = sizeof(bool);
+		break;
+	case CONF_INT32:
+		n = sizeof(int32_t);
+		break;
+	case CONF_INT64:
+		n = sizeof(int64_t);
+		break;
 	case CONF_STRING:
-	case CONF_LIST: n = sizeof(char *); break;
-	case CONF_ENUM: n = sizeof(int); break;
+	case CONF_LIST:
+		n = sizeof(char *);
+		break;
+	case CONF_ENUM:
+		n = sizeof(int);
+		break;
 	}
 	assert(n > 0 && n <= sizeof(tmp));
 	memcpy(tmp, (char *)a + d->offset, n);
@@ -565,14 +598,16 @@ int config_write_doc(FILE *f)
 	      "\"Dynamic\" marks settings meant to be changeable while the broker runs (as in Kafka);\n"
 	      "topic settings change through the admin APIs, dynamic broker settings are re-read from\n"
 	      "`server.properties` on SIGHUP (docs/operations.md).\n\n"
-	      "## Broker settings\n\n", f);
+	      "## Broker settings\n\n",
+	      f);
 	rc = conf_write_doc(&table, f);
 	fputs("\n## Topic settings\n\n"
 	      "Set per topic with CreateTopics, AlterConfigs or IncrementalAlterConfigs (for example\n"
 	      "`kafka-configs --alter --entity-type topics --entity-name T --add-config retention.ms=60000`).\n"
 	      "A topic setting that is not set follows the broker setting named in its description;\n"
 	      "the defaults shown are those of a broker with default settings. DescribeConfigs reports\n"
-	      "the source of each value: DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG.\n\n", f);
+	      "the source of each value: DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG.\n\n",
+	      f);
 	if (!rc)
 		rc = topic_cfg_write_doc(f);
 	return rc || ferror(f) ? -EIO : 0;

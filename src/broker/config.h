@@ -75,14 +75,14 @@ enum {
 struct broker_cfg {
 	/* identity and listeners */
 	int32_t node_id;
-	int32_t broker_id;                 /* alias of node_id, kept equal after parsing */
+	int32_t broker_id; /* alias of node_id, kept equal after parsing */
 	char *cluster_id;
-	char *listeners;                   /* list */
-	char *advertised_listeners;        /* list, NULL = listeners */
+	char *listeners;            /* list */
+	char *advertised_listeners; /* list, NULL = listeners */
 	char *broker_rack;
 	/* log layout */
-	char *log_dirs;                    /* list */
-	char *log_dir;                     /* alias; log.dirs wins */
+	char *log_dirs; /* list */
+	char *log_dir;  /* alias; log.dirs wins */
 	int32_t num_partitions;
 	int32_t default_replication_factor;
 	bool auto_create_topics_enable;
@@ -90,22 +90,22 @@ struct broker_cfg {
 	/* limits and sockets */
 	int32_t message_max_bytes;
 	int32_t socket_request_max_bytes;
-	int32_t socket_send_buffer_bytes;  /* -1 = OS default */
+	int32_t socket_send_buffer_bytes; /* -1 = OS default */
 	int32_t socket_receive_buffer_bytes;
 	int32_t socket_listen_backlog_size;
 	int32_t max_connections;
 	int32_t max_connections_per_ip;
-	int64_t queued_max_request_bytes;  /* -1 = no limit beyond per-connection caps */
+	int64_t queued_max_request_bytes; /* -1 = no limit beyond per-connection caps */
 	int32_t queued_max_requests;
 	int64_t connections_max_idle_ms;
 	/* segments, retention, indexes */
 	int32_t log_segment_bytes;
-	int64_t log_roll_ms;               /* nullable: use config_roll_ms() */
+	int64_t log_roll_ms; /* nullable: use config_roll_ms() */
 	int32_t log_roll_hours;
-	int64_t log_roll_jitter_ms;        /* nullable */
+	int64_t log_roll_jitter_ms; /* nullable */
 	int32_t log_roll_jitter_hours;
-	int64_t log_retention_ms;          /* nullable: use config_retention_ms() */
-	int32_t log_retention_minutes;     /* nullable */
+	int64_t log_retention_ms;      /* nullable: use config_retention_ms() */
+	int32_t log_retention_minutes; /* nullable */
 	int32_t log_retention_hours;
 	int64_t log_retention_bytes;
 	int64_t log_retention_check_interval_ms;
@@ -113,7 +113,7 @@ struct broker_cfg {
 	int32_t log_index_size_max_bytes;
 	int64_t log_segment_delete_delay_ms;
 	bool log_preallocate;
-	int log_cleanup_policy;            /* CONFIG_CLEANUP_* */
+	int log_cleanup_policy; /* CONFIG_CLEANUP_* */
 	bool log_cleaner_enable;
 	int32_t log_cleaner_threads;
 	int64_t log_cleaner_delete_retention_ms;
@@ -122,18 +122,18 @@ struct broker_cfg {
 	char *log_cleaner_min_cleanable_ratio; /* a double, kept as text */
 	/* flush */
 	int64_t log_flush_interval_messages;
-	int64_t log_flush_interval_ms;     /* -1 = not set */
+	int64_t log_flush_interval_ms; /* -1 = not set */
 	int64_t log_flush_scheduler_interval_ms;
 	int32_t log_flush_offset_checkpoint_interval_ms;
 	int32_t log_flush_start_offset_checkpoint_interval_ms;
 	/* messages */
-	int log_message_timestamp_type;    /* CONFIG_TS_* */
+	int log_message_timestamp_type; /* CONFIG_TS_* */
 	int64_t log_message_timestamp_difference_max_ms;
 	int64_t log_message_timestamp_before_max_ms;
 	int64_t log_message_timestamp_after_max_ms;
 	bool log_message_downconversion_enable;
 	char *log_message_format_version;
-	int compression_type;              /* CONFIG_COMPRESSION_* */
+	int compression_type; /* CONFIG_COMPRESSION_* */
 	/* replication (accepted, single node) */
 	int32_t min_insync_replicas;
 	bool unclean_leader_election_enable;
@@ -180,9 +180,9 @@ struct broker_cfg {
 	int32_t share_coordinator_state_topic_replication_factor;
 	int32_t share_coordinator_state_topic_min_isr;
 	/* diagnostics */
-	char *log_debug;                   /* list: net,proto,log,group,txn,broker,all */
+	char *log_debug; /* list: net,proto,log,group,txn,broker,all */
 
-	bool set[CONFIG_NKEYS_MAX];        /* explicitly given, indexed like the table */
+	bool set[CONFIG_NKEYS_MAX]; /* explicitly given, indexed like the table */
 };
 
 /* The table, for iteration (config_table()->defs[0 .. ndefs-1]). */
@@ -195,8 +195,7 @@ void config_release(struct broker_cfg *cfg);
 /* Reads server.properties on top of cfg; err gets "file:line: ...". */
 int config_load(struct broker_cfg *cfg, const char *path, char *err, size_t errlen);
 /* One setting; 0, -ENOENT (unknown key) or -EINVAL (bad value), err set. */
-int config_set(struct broker_cfg *cfg, const char *key, const char *value, char *err,
-	       size_t errlen);
+int config_set(struct broker_cfg *cfg, const char *key, const char *value, char *err, size_t errlen);
 /*
  * Resolves aliases (broker.id -> node.id, log.dir -> log.dirs when log.dirs
  * is not given) and checks settings against each other (session timeout

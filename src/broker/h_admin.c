@@ -105,15 +105,15 @@ static bool admin_replicas_ok(struct req *rq, const struct int32_array *ids)
 /* ---- CreateTopics ---- */
 
 /* Manual assignments: partitions 0..n-1, each once, each on this node only. */
-static int16_t create_assignments(struct req *rq, const struct CreateTopicsRequestTopic *in,
-				  int32_t *nparts, struct kstr *msg)
+static int16_t create_assignments(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t *nparts,
+				  struct kstr *msg)
 {
 	int32_t n = in->Assignments.n;
 	bool *seen = req_alloc(rq, (size_t)n, sizeof(*seen));
 
 	if (in->NumPartitions != -1 || in->ReplicationFactor != -1) {
 		*msg = req_printf(rq, "Both numPartitions or replicationFactor and replicasAssignments were set. "
-				     "Both cannot be used at the same time.");
+				      "Both cannot be used at the same time.");
 		return KERR_INVALID_REQUEST;
 	}
 	for (int32_t i = 0; i < n; i++) {
@@ -121,13 +121,13 @@ static int16_t create_assignments(struct req *rq, const struct CreateTopicsReque
 
 		if (a->PartitionIndex < 0 || a->PartitionIndex >= n || seen[a->PartitionIndex]) {
 			*msg = req_printf(rq, "Partitions must be numbered 0 to %d, each once; got %d.", n - 1,
-					 a->PartitionIndex);
+					  a->PartitionIndex);
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
 		seen[a->PartitionIndex] = true;
 		if (!admin_replicas_ok(rq, &a->BrokerIds)) {
 			*msg = req_printf(rq, "Partition %d may only be assigned to broker %d (this single node).",
-					 a->PartitionIndex, rq->b->node_id);
+					  a->PartitionIndex, rq->b->node_id);
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
 	}
@@ -154,8 +154,10 @@ static int16_t create_sizes(struct req *rq, const struct CreateTopicsRequestTopi
 		return KERR_INVALID_REPLICATION_FACTOR;
 	}
 	if (rf > 1) {
-		*msg = req_printf(rq, "Unable to replicate the partition %d time(s): The target replication factor "
-				     "of %d cannot be reached because only 1 broker(s) are registered.", rf, rf);
+		*msg = req_printf(rq,
+				  "Unable to replicate the partition %d time(s): The target replication factor "
+				  "of %d cannot be reached because only 1 broker(s) are registered.",
+				  rf, rf);
 		return KERR_INVALID_REPLICATION_FACTOR;
 	}
 	*nparts = np;
@@ -163,8 +165,8 @@ static int16_t create_sizes(struct req *rq, const struct CreateTopicsRequestTopi
 }
 
 /* Applies the request's configs to tcfg (already initialised). */
-static int16_t create_configs(struct req *rq, const struct CreateTopicsRequestTopic *in,
-			      struct topic_cfg *tcfg, struct kstr *msg)
+static int16_t create_configs(struct req *rq, const struct CreateTopicsRequestTopic *in, struct topic_cfg *tcfg,
+			      struct kstr *msg)
 {
 	char err[256];
 
@@ -203,8 +205,10 @@ static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic 
 	int rc;
 
 	if (!topic_name_valid(in->Name)) {
-		*msg = req_printf(rq, "Topic name '%s' is illegal: it must be 1 to 249 characters of ASCII "
-				     "alphanumerics, '.', '_' and '-', and not '.' or '..'", name);
+		*msg = req_printf(rq,
+				  "Topic name '%s' is illegal: it must be 1 to 249 characters of ASCII "
+				  "alphanumerics, '.', '_' and '-', and not '.' or '..'",
+				  name);
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	}
 	if (registry_find(rq->b->reg, in->Name)) {
@@ -306,14 +310,14 @@ int h_delete_topics(struct req *rq, const void *vin, void *vout)
 
 /* ---- CreatePartitions ---- */
 
-static int16_t partitions_check(struct req *rq, const struct CreatePartitionsRequestTopic *in,
-				const struct topic *t, struct kstr *msg)
+static int16_t partitions_check(struct req *rq, const struct CreatePartitionsRequestTopic *in, const struct topic *t,
+				struct kstr *msg)
 {
 	int32_t adding = in->Count - t->nparts;
 
 	if (in->Count < t->nparts) {
 		*msg = req_printf(rq, "The topic %s currently has %d partition(s); %d would not be an increase.",
-				 t->name, t->nparts, in->Count);
+				  t->name, t->nparts, in->Count);
 		return KERR_INVALID_PARTITIONS;
 	}
 	if (in->Count == t->nparts) {
@@ -323,14 +327,16 @@ static int16_t partitions_check(struct req *rq, const struct CreatePartitionsReq
 	if (in->Assignments.n < 0)
 		return KERR_NONE;
 	if (in->Assignments.n != adding) {
-		*msg = req_printf(rq, "Attempted to add %d additional partition(s), but only %d assignment(s) "
-				     "were specified.", adding, in->Assignments.n);
+		*msg = req_printf(rq,
+				  "Attempted to add %d additional partition(s), but only %d assignment(s) "
+				  "were specified.",
+				  adding, in->Assignments.n);
 		return KERR_INVALID_REPLICA_ASSIGNMENT;
 	}
 	for (int32_t i = 0; i < adding; i++) {
 		if (!admin_replicas_ok(rq, &in->Assignments.v[i].BrokerIds)) {
 			*msg = req_printf(rq, "Partition %d may only be assigned to broker %d (this single node).",
-					 t->nparts + i, rq->b->node_id);
+					  t->nparts + i, rq->b->node_id);
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
 	}
@@ -387,8 +393,7 @@ int h_create_partitions(struct req *rq, const void *vin, void *vout)
 /* ---- DeleteRecords ---- */
 
 /* Moves one partition's log start; OUT: *low_watermark (the new log start). */
-static int16_t records_one(struct topic *t, const struct DeleteRecordsRequestPartition *in,
-			   int64_t *low_watermark)
+static int16_t records_one(struct topic *t, const struct DeleteRecordsRequestPartition *in, int64_t *low_watermark)
 {
 	struct part *part = t ? registry_part(t, in->PartitionIndex) : NULL;
 	int64_t hw, offset;

@@ -52,8 +52,8 @@ static struct kstr cfg_kstr(struct req *rq, const char *s)
  * Shared preamble: what a (type, name) resource denotes.  Returns KERR_NONE
  * with *kind (and *t for a topic) set, or an error with *msg.
  */
-static int16_t cfg_resource(struct req *rq, int8_t type, struct kstr name, enum cfg_kind *kind,
-			    struct topic **t, struct kstr *msg)
+static int16_t cfg_resource(struct req *rq, int8_t type, struct kstr name, enum cfg_kind *kind, struct topic **t,
+			    struct kstr *msg)
 {
 	const char *s = req_cstr(rq, name);
 	char *end;
@@ -80,7 +80,7 @@ static int16_t cfg_resource(struct req *rq, int8_t type, struct kstr name, enum 
 	id = strtol(s, &end, 10);
 	if (s[0] && (*end || id != rq->b->node_id)) {
 		*msg = req_printf(rq, "Unexpected broker id, expected %d or empty string, but received %s",
-			       rq->b->node_id, s);
+				  rq->b->node_id, s);
 		return KERR_INVALID_REQUEST;
 	}
 	return KERR_NONE;
@@ -128,8 +128,7 @@ static void cfg_broker_synonyms(struct req *rq, struct DescribeConfigsResponseCo
 
 /* Fills one entry; value NULL = null.  Synonyms get room for three. */
 static struct DescribeConfigsResponseConfig *cfg_entry(struct req *rq, struct DescribeConfigsResponseResult *r,
-							const char *name, const char *value, int source,
-							bool read_only)
+						       const char *name, const char *value, int source, bool read_only)
 {
 	struct DescribeConfigsResponseConfig *c = &r->Configs.v[r->Configs.n++];
 
@@ -144,8 +143,8 @@ static struct DescribeConfigsResponseConfig *cfg_entry(struct req *rq, struct De
 	return c;
 }
 
-static void cfg_describe_topic(struct req *rq, const struct topic *t, const struct kstr_array *keys,
-			       bool synonyms, struct DescribeConfigsResponseResult *r)
+static void cfg_describe_topic(struct req *rq, const struct topic *t, const struct kstr_array *keys, bool synonyms,
+			       struct DescribeConfigsResponseResult *r)
 {
 	const struct conf_table *tab = topic_cfg_table();
 	char val[CFG_VALUE_MAX];
@@ -228,8 +227,7 @@ struct cfg_change {
 };
 
 /* Sets key to value (a C string) in tcfg, mapping the outcome to Kafka's codes. */
-static int16_t cfg_set(struct req *rq, struct topic_cfg *tcfg, const char *key, const char *value,
-		       struct kstr *msg)
+static int16_t cfg_set(struct req *rq, struct topic_cfg *tcfg, const char *key, const char *value, struct kstr *msg)
 {
 	char err[256] = "";
 	int rc = topic_cfg_set(tcfg, key, value, err, sizeof(err));
@@ -265,8 +263,7 @@ static void cfg_list_filter(char *out, size_t n, const char *from, const char *o
 			continue;
 		if (len >= n)
 			break;
-		len += (size_t)snprintf(out + len, n - len, "%s%.*s", len ? "," : "", (int)it.len,
-					it.p);
+		len += (size_t)snprintf(out + len, n - len, "%s%.*s", len ? "," : "", (int)it.len, it.p);
 	}
 }
 
@@ -277,8 +274,8 @@ static bool cfg_is_list(const struct conf_def *d)
 }
 
 /* APPEND / SUBTRACT on a list-typed key. */
-static int16_t cfg_list_op(struct req *rq, struct topic_cfg *tcfg, const char *key, const char *value,
-			   int8_t op, struct kstr *msg)
+static int16_t cfg_list_op(struct req *rq, struct topic_cfg *tcfg, const char *key, const char *value, int8_t op,
+			   struct kstr *msg)
 {
 	const struct conf_def *d = conf_find(topic_cfg_table(), key);
 	char cur[CFG_VALUE_MAX], next[CFG_VALUE_MAX] = "";
@@ -289,7 +286,7 @@ static int16_t cfg_list_op(struct req *rq, struct topic_cfg *tcfg, const char *k
 	}
 	if (!cfg_is_list(d)) {
 		*msg = req_printf(rq, "Config value %s is not allowed for config key: %s",
-			       op == OP_APPEND ? "append" : "subtract", key);
+				  op == OP_APPEND ? "append" : "subtract", key);
 		return KERR_INVALID_CONFIG;
 	}
 	if (topic_cfg_get(tcfg, key, cur, sizeof(cur), NULL, NULL) != 0)
@@ -353,8 +350,8 @@ static bool cfg_has_dup_keys(const struct cfg_change *ch, int32_t n)
 }
 
 /* Validates every change on a scratch copy, then installs and persists it. */
-static int16_t cfg_alter_topic(struct req *rq, struct topic *t, const struct cfg_change *ch, int32_t n,
-			       bool replace, bool validate_only, struct kstr *msg)
+static int16_t cfg_alter_topic(struct req *rq, struct topic *t, const struct cfg_change *ch, int32_t n, bool replace,
+			       bool validate_only, struct kstr *msg)
 {
 	struct topic_cfg scratch;
 	int16_t err = KERR_NONE;
@@ -389,8 +386,8 @@ static int16_t cfg_alter_topic(struct req *rq, struct topic *t, const struct cfg
 }
 
 /* One resource of either alter API. */
-static int16_t cfg_alter_one(struct req *rq, int8_t type, struct kstr name, const struct cfg_change *ch,
-			     int32_t n, bool replace, bool validate_only, struct kstr *msg)
+static int16_t cfg_alter_one(struct req *rq, int8_t type, struct kstr name, const struct cfg_change *ch, int32_t n,
+			     bool replace, bool validate_only, struct kstr *msg)
 {
 	enum cfg_kind kind;
 	struct topic *t;
@@ -426,8 +423,8 @@ int h_alter_configs(struct req *rq, const void *vin, void *vout)
 		r->ResourceType = res->ResourceType;
 		r->ResourceName = res->ResourceName;
 		r->ErrorMessage = KSTR_NULL;
-		r->ErrorCode = cfg_alter_one(rq, res->ResourceType, res->ResourceName, ch, nc, true,
-					     in->ValidateOnly, &r->ErrorMessage);
+		r->ErrorCode = cfg_alter_one(rq, res->ResourceType, res->ResourceName, ch, nc, true, in->ValidateOnly,
+					     &r->ErrorMessage);
 	}
 	return H_REPLY;
 }
@@ -455,8 +452,8 @@ int h_incremental_alter_configs(struct req *rq, const void *vin, void *vout)
 		r->ResourceType = res->ResourceType;
 		r->ResourceName = res->ResourceName;
 		r->ErrorMessage = KSTR_NULL;
-		r->ErrorCode = cfg_alter_one(rq, res->ResourceType, res->ResourceName, ch, nc, false,
-					     in->ValidateOnly, &r->ErrorMessage);
+		r->ErrorCode = cfg_alter_one(rq, res->ResourceType, res->ResourceName, ch, nc, false, in->ValidateOnly,
+					     &r->ErrorMessage);
 	}
 	return H_REPLY;
 }

@@ -87,8 +87,7 @@ static void fetch_aborted(struct req *rq, struct part *part, int64_t from, int64
 
 /* Fills one partition; returns the record bytes it will carry. */
 static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, struct topic *t,
-			       const struct FetchRequestPartition *in, struct FetchResponsePartition *out,
-			       int64_t used)
+			       const struct FetchRequestPartition *in, struct FetchResponsePartition *out, int64_t used)
 {
 	struct part *part = t ? registry_part(t, in->Partition) : NULL;
 	struct fslice s = { 0 };

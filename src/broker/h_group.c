@@ -33,7 +33,7 @@
 #include "util/log.h"
 
 #define GROUP_TOPIC "__consumer_offsets"
-#define GROUP_OFFSET_METADATA_MAX_BYTES 4096 /* Kafka's offset.metadata.max.bytes */
+#define GROUP_OFFSET_METADATA_MAX_BYTES 4096                  /* Kafka's offset.metadata.max.bytes */
 #define GROUP_AUTHORIZED_OPS ((1 << 3) | (1 << 6) | (1 << 8)) /* READ, DELETE, DESCRIBE */
 
 /* ---- start, stop and the coordinator preamble ---- */
@@ -218,9 +218,13 @@ int h_join_group(struct req *rq, const void *in, void *out)
 	struct group_coord *gc = h_group_coord(rq);
 	struct group_protocol_arg *protos;
 	struct group_join_args a = {
-		.group_id = j->GroupId, .member_id = j->MemberId, .group_instance_id = j->GroupInstanceId,
-		.protocol_type = j->ProtocolType, .client_id = rq->hdr.client_id,
-		.client_host = h_group_client_host(rq), .session_timeout_ms = j->SessionTimeoutMs,
+		.group_id = j->GroupId,
+		.member_id = j->MemberId,
+		.group_instance_id = j->GroupInstanceId,
+		.protocol_type = j->ProtocolType,
+		.client_id = rq->hdr.client_id,
+		.client_host = h_group_client_host(rq),
+		.session_timeout_ms = j->SessionTimeoutMs,
 		.rebalance_timeout_ms = rq->hdr.api_version >= 1 ? j->RebalanceTimeoutMs : j->SessionTimeoutMs,
 		.require_known_member_id = rq->hdr.api_version >= 4,
 	};
@@ -245,8 +249,12 @@ int h_sync_group(struct req *rq, const void *in, void *out)
 	struct group_coord *gc = h_group_coord(rq);
 	struct group_sync_assignment *as;
 	struct group_sync_args a = {
-		.group_id = s->GroupId, .member_id = s->MemberId, .group_instance_id = s->GroupInstanceId,
-		.protocol_type = s->ProtocolType, .protocol_name = s->ProtocolName, .generation = s->GenerationId,
+		.group_id = s->GroupId,
+		.member_id = s->MemberId,
+		.group_instance_id = s->GroupInstanceId,
+		.protocol_type = s->ProtocolType,
+		.protocol_name = s->ProtocolName,
+		.generation = s->GenerationId,
 	};
 
 	if (!gc) {
@@ -363,7 +371,8 @@ static int h_group_commit_collect(struct req *rq, const struct OffsetCommitReque
 			o->offset = ip->CommittedOffset;
 			o->leader_epoch = ip->CommittedLeaderEpoch;
 			o->metadata = ip->CommittedMetadata.p ? arena_strndup(&rq->arena, ip->CommittedMetadata.p,
-									     (size_t)ip->CommittedMetadata.len) : NULL;
+									      (size_t)ip->CommittedMetadata.len)
+							      : NULL;
 			o->commit_ts_ms = ip->CommitTimestamp >= 0 ? ip->CommitTimestamp : now;
 			n++;
 		}
@@ -500,9 +509,10 @@ static void h_group_fetch_v0(struct req *rq, struct group_coord *gc, const struc
 		ot->Partitions.n = counts[i];
 		ot->Partitions.v = req_alloc(rq, (size_t)counts[i], sizeof(*ot->Partitions.v));
 		for (int32_t j = 0; j < counts[i]; j++)
-			ot->Partitions.v[j] = (struct OffsetFetchResponsePartition){
-				ans[i][j].partition, ans[i][j].offset, ans[i][j].leader_epoch, ans[i][j].metadata,
-				ans[i][j].error };
+			ot->Partitions.v[j] =
+				(struct OffsetFetchResponsePartition){ ans[i][j].partition, ans[i][j].offset,
+								       ans[i][j].leader_epoch, ans[i][j].metadata,
+								       ans[i][j].error };
 	}
 }
 
@@ -532,9 +542,10 @@ static void h_group_fetch_v8(struct req *rq, struct group_coord *gc, const struc
 		ot->Partitions.n = counts[i];
 		ot->Partitions.v = req_alloc(rq, (size_t)counts[i], sizeof(*ot->Partitions.v));
 		for (int32_t j = 0; j < counts[i]; j++)
-			ot->Partitions.v[j] = (struct OffsetFetchResponseGroupPartition){
-				ans[i][j].partition, ans[i][j].offset, ans[i][j].leader_epoch, ans[i][j].metadata,
-				ans[i][j].error };
+			ot->Partitions.v[j] =
+				(struct OffsetFetchResponseGroupPartition){ ans[i][j].partition, ans[i][j].offset,
+									    ans[i][j].leader_epoch, ans[i][j].metadata,
+									    ans[i][j].error };
 	}
 }
 
@@ -591,9 +602,10 @@ static void h_group_describe_one(struct req *rq, struct group_coord *gc, struct 
 	og->Members.n = n;
 	og->Members.v = req_alloc(rq, (size_t)n, sizeof(*og->Members.v));
 	for (int32_t i = 0; i < n; i++)
-		og->Members.v[i] = (struct DescribeGroupsResponseMember){
-			infos[i].member_id, infos[i].group_instance_id, infos[i].client_id, infos[i].client_host,
-			infos[i].metadata, infos[i].assignment };
+		og->Members.v[i] =
+			(struct DescribeGroupsResponseMember){ infos[i].member_id, infos[i].group_instance_id,
+							       infos[i].client_id, infos[i].client_host,
+							       infos[i].metadata,  infos[i].assignment };
 }
 
 int h_describe_groups(struct req *rq, const void *in, void *out)
@@ -660,8 +672,8 @@ int h_delete_groups(struct req *rq, const void *in, void *out)
 		struct part *part;
 
 		resp->Results.v[i].GroupId = d->GroupsNames.v[i];
-		resp->Results.v[i].ErrorCode = gc ? group_delete(gc, d->GroupsNames.v[i], &part)
-						  : KERR_COORDINATOR_NOT_AVAILABLE;
+		resp->Results.v[i].ErrorCode =
+			gc ? group_delete(gc, d->GroupsNames.v[i], &part) : KERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	return H_REPLY;
 }
@@ -693,8 +705,8 @@ static int h_group_offset_delete_collect(struct req *rq, struct group *grp, cons
 				ot->Partitions.v[j].ErrorCode = KERR_GROUP_SUBSCRIBED_TO_TOPIC;
 			else if (group_store_offset_get(group_offsets(grp), it->Name, p))
 				offs[n++] = (struct group_offset){ .topic = arena_strndup(&rq->arena, it->Name.p,
-											   (size_t)it->Name.len),
-								  .partition = p };
+											  (size_t)it->Name.len),
+								   .partition = p };
 		}
 	}
 	return n;

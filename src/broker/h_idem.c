@@ -86,16 +86,14 @@ int h_init_producer_id(struct req *rq, const void *in, void *out)
 		return H_REPLY;
 	}
 	pa = idem_pid_alloc(rq->b);
-	if (pa && req->ProducerEpoch >= 0 && req->ProducerEpoch < IDEM_EPOCH_MAX &&
-	    pid_issued(pa, req->ProducerId)) {
+	if (pa && req->ProducerEpoch >= 0 && req->ProducerEpoch < IDEM_EPOCH_MAX && pid_issued(pa, req->ProducerId)) {
 		resp->ProducerId = req->ProducerId;
 		resp->ProducerEpoch = (int16_t)(req->ProducerEpoch + 1);
 	} else {
 		resp->ErrorCode = idem_new_id(rq->b, resp);
 	}
 	log_debug(LOGC_TXN, "txn", "%s: InitProducerId v%d (id %lld epoch %d) -> id %lld epoch %d error %d",
-		  conn_peer(rq->c), rq->hdr.api_version, (long long)req->ProducerId,
-		  req->ProducerEpoch, (long long)resp->ProducerId, resp->ProducerEpoch,
-		  resp->ErrorCode);
+		  conn_peer(rq->c), rq->hdr.api_version, (long long)req->ProducerId, req->ProducerEpoch,
+		  (long long)resp->ProducerId, resp->ProducerEpoch, resp->ErrorCode);
 	return H_REPLY;
 }

@@ -66,8 +66,7 @@ static void metadata_topic(struct req *rq, struct topic *t, struct MetadataRespo
 }
 
 /* Looks a requested topic up, creating it when auto-creation is allowed. */
-static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mreq, struct kstr name,
-			       struct topic **out)
+static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mreq, struct kstr name, struct topic **out)
 {
 	struct broker *b = rq->b;
 	struct topic_cfg tc;

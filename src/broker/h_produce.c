@@ -73,8 +73,8 @@ static struct topic *produce_topic(struct broker *b, struct kstr name, int16_t *
 }
 
 /* Rate-limited warning for producer-state rejections (client-triggered). */
-static void produce_idem_warn(struct req *rq, const struct topic *t, int32_t partition,
-			      const struct batch_hdr *h, const char *why)
+static void produce_idem_warn(struct req *rq, const struct topic *t, int32_t partition, const struct batch_hdr *h,
+			      const char *why)
 {
 	static int64_t last_ms;
 	int64_t now = clock_mono_ms();
@@ -82,9 +82,8 @@ static void produce_idem_warn(struct req *rq, const struct topic *t, int32_t par
 	if (now - last_ms < 1000)
 		return;
 	last_ms = now;
-	log_warn("%s: produce to '%s-%d' rejected: %s (producer id %lld epoch %d sequence %d)",
-		 conn_peer(rq->c), t->name, partition, why, (long long)h->producer_id,
-		 h->producer_epoch, h->base_sequence);
+	log_warn("%s: produce to '%s-%d' rejected: %s (producer id %lld epoch %d sequence %d)", conn_peer(rq->c),
+		 t->name, partition, why, (long long)h->producer_id, h->producer_epoch, h->base_sequence);
 }
 
 /*
@@ -94,8 +93,8 @@ static void produce_idem_warn(struct req *rq, const struct topic *t, int32_t par
  * filled in: an error, or a duplicate's original offsets (*dup set).
  */
 static bool produce_idem_check(struct req *rq, const struct topic *t, struct part *part,
-			       const struct ProduceRequestPartition *in,
-			       struct ProduceResponsePartition *out, bool *dup)
+			       const struct ProduceRequestPartition *in, struct ProduceResponsePartition *out,
+			       bool *dup)
 {
 	struct pstate_batch orig;
 	struct batch_hdr h;
@@ -120,8 +119,8 @@ static bool produce_idem_check(struct req *rq, const struct topic *t, struct par
 		out->LogAppendTimeMs = t->cfg.message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME ? orig.max_ts : -1;
 		out->LogStartOffset = part_log_start_offset(part);
 		log_debug(LOGC_PROTO, "proto", "%s: '%s-%d': duplicate of offset %lld (producer id %lld sequence %d)",
-			  conn_peer(rq->c), t->name, in->Index, (long long)orig.first_offset,
-			  (long long)h.producer_id, h.base_sequence);
+			  conn_peer(rq->c), t->name, in->Index, (long long)orig.first_offset, (long long)h.producer_id,
+			  h.base_sequence);
 		return false;
 	case PSTATE_OUT_OF_ORDER:
 		out->ErrorCode = KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
@@ -197,7 +196,8 @@ static uint64_t produce_topic_data(struct req *rq, int16_t acks, const struct Pr
 
 	out->Name = in->Name;
 	out->PartitionResponses.n = in->PartitionData.n > 0 ? in->PartitionData.n : 0;
-	out->PartitionResponses.v = req_alloc(rq, (size_t)out->PartitionResponses.n, sizeof(*out->PartitionResponses.v));
+	out->PartitionResponses.v =
+		req_alloc(rq, (size_t)out->PartitionResponses.n, sizeof(*out->PartitionResponses.v));
 	for (int32_t i = 0; i < out->PartitionResponses.n; i++) {
 		struct ProduceResponsePartition *op = &out->PartitionResponses.v[i];
 		uint64_t tk;
@@ -245,8 +245,10 @@ int h_produce(struct req *rq, const void *in, void *out)
 			struct ProduceResponseTopic *ot = &resp->Responses.v[i];
 
 			ot->Name = preq->TopicData.v[i].Name;
-			ot->PartitionResponses.n = preq->TopicData.v[i].PartitionData.n > 0 ? preq->TopicData.v[i].PartitionData.n : 0;
-			ot->PartitionResponses.v = req_alloc(rq, (size_t)ot->PartitionResponses.n, sizeof(*ot->PartitionResponses.v));
+			ot->PartitionResponses.n =
+				preq->TopicData.v[i].PartitionData.n > 0 ? preq->TopicData.v[i].PartitionData.n : 0;
+			ot->PartitionResponses.v =
+				req_alloc(rq, (size_t)ot->PartitionResponses.n, sizeof(*ot->PartitionResponses.v));
 			for (int32_t j = 0; j < ot->PartitionResponses.n; j++) {
 				ProduceResponsePartition_init(&ot->PartitionResponses.v[j]);
 				ot->PartitionResponses.v[j].Index = preq->TopicData.v[i].PartitionData.v[j].Index;

@@ -87,8 +87,8 @@ static int h_txn_attach(struct broker *b, bool create)
 		if (!err)
 			err = topic_cfg_set(&tc, "retention.ms", "-1", msg, sizeof(msg));
 		if (!err)
-			err = registry_create(b->reg, KSTR(TXN_STORE_TOPIC), b->cfg.transaction_state_log_num_partitions,
-					      &tc, &t);
+			err = registry_create(b->reg, KSTR(TXN_STORE_TOPIC),
+					      b->cfg.transaction_state_log_num_partitions, &tc, &t);
 		topic_cfg_release(&tc);
 		if (err) {
 			log_error("cannot create %s: %s", TXN_STORE_TOPIC, strerror(-err));
@@ -213,8 +213,8 @@ int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
 	int16_t err;
 
 	resp->ResultsByTopicV3AndBelow.n = a->V3AndBelowTopics.n > 0 ? a->V3AndBelowTopics.n : 0;
-	resp->ResultsByTopicV3AndBelow.v = req_alloc(rq, (size_t)resp->ResultsByTopicV3AndBelow.n,
-						     sizeof(*resp->ResultsByTopicV3AndBelow.v));
+	resp->ResultsByTopicV3AndBelow.v =
+		req_alloc(rq, (size_t)resp->ResultsByTopicV3AndBelow.n, sizeof(*resp->ResultsByTopicV3AndBelow.v));
 	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
 		total += a->V3AndBelowTopics.v[i].Partitions.n > 0 ? a->V3AndBelowTopics.v[i].Partitions.n : 0;
 	tps = req_alloc(rq, (size_t)total, sizeof(*tps));
@@ -226,7 +226,8 @@ int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
 
 		ot->Name = it->Name;
 		ot->ResultsByPartition.n = it->Partitions.n > 0 ? it->Partitions.n : 0;
-		ot->ResultsByPartition.v = req_alloc(rq, (size_t)ot->ResultsByPartition.n, sizeof(*ot->ResultsByPartition.v));
+		ot->ResultsByPartition.v =
+			req_alloc(rq, (size_t)ot->ResultsByPartition.n, sizeof(*ot->ResultsByPartition.v));
 		for (int32_t j = 0; j < ot->ResultsByPartition.n; j++) {
 			int32_t p = it->Partitions.v[j];
 
@@ -247,8 +248,8 @@ int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
 		h_txn_add_parts_set(resp, KERR_OPERATION_NOT_ATTEMPTED, true);
 		return H_REPLY;
 	}
-	err = txn_add_partitions(tc, a->V3AndBelowTransactionalId, a->V3AndBelowProducerId,
-				 a->V3AndBelowProducerEpoch, tps, n);
+	err = txn_add_partitions(tc, a->V3AndBelowTransactionalId, a->V3AndBelowProducerId, a->V3AndBelowProducerEpoch,
+				 tps, n);
 	h_txn_add_parts_set(resp, h_txn_kerr(rq, err, 2), false);
 	return h_txn_reply(rq, h_txn_add_parts_fail);
 }
@@ -337,8 +338,7 @@ static void h_txn_commit_fail(struct req *rq)
 }
 
 /* The group to stage into: members are checked when the committer says it is one (v3+). */
-static int16_t h_txn_commit_group(struct group_coord *gc, const struct TxnOffsetCommitRequest *c,
-				  struct group **grp)
+static int16_t h_txn_commit_group(struct group_coord *gc, const struct TxnOffsetCommitRequest *c, struct group **grp)
 {
 	int16_t err = group_commit_check(gc, c->GroupId, c->MemberId, c->GroupInstanceId, c->GenerationId, grp);
 
@@ -364,10 +364,11 @@ int h_txn_offset_commit(struct req *rq, const void *in, void *out)
 	for (int32_t i = 0; i < resp->Topics.n; i++) {
 		resp->Topics.v[i].Name = c->Topics.v[i].Name;
 		resp->Topics.v[i].Partitions.n = c->Topics.v[i].Partitions.n > 0 ? c->Topics.v[i].Partitions.n : 0;
-		resp->Topics.v[i].Partitions.v = req_alloc(rq, (size_t)resp->Topics.v[i].Partitions.n,
-							   sizeof(*resp->Topics.v[i].Partitions.v));
+		resp->Topics.v[i].Partitions.v =
+			req_alloc(rq, (size_t)resp->Topics.v[i].Partitions.n, sizeof(*resp->Topics.v[i].Partitions.v));
 		for (int32_t j = 0; j < resp->Topics.v[i].Partitions.n; j++)
-			resp->Topics.v[i].Partitions.v[j].PartitionIndex = c->Topics.v[i].Partitions.v[j].PartitionIndex;
+			resp->Topics.v[i].Partitions.v[j].PartitionIndex =
+				c->Topics.v[i].Partitions.v[j].PartitionIndex;
 		total += resp->Topics.v[i].Partitions.n;
 	}
 	if (!tc || !gc) {
@@ -440,7 +441,8 @@ int h_describe_transactions(struct req *rq, const void *in, void *out)
 	struct txn_coord *tc = h_txn_coord(rq);
 
 	resp->TransactionStates.n = d->TransactionalIds.n > 0 ? d->TransactionalIds.n : 0;
-	resp->TransactionStates.v = req_alloc(rq, (size_t)resp->TransactionStates.n, sizeof(*resp->TransactionStates.v));
+	resp->TransactionStates.v =
+		req_alloc(rq, (size_t)resp->TransactionStates.n, sizeof(*resp->TransactionStates.v));
 	for (int32_t i = 0; i < resp->TransactionStates.n; i++) {
 		struct DescribeTransactionsResponseTransactionState *o = &resp->TransactionStates.v[i];
 		struct txn_info ti;

@@ -42,8 +42,7 @@ void groups_stop(struct broker *b);
  * InitProducerId with a non-null, non-empty TransactionalId (h_txn.c;
  * h_idem.c hands such requests over).
  */
-int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
-			 struct InitProducerIdResponse *out);
+int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in, struct InitProducerIdResponse *out);
 
 /* Re-evaluates parked long-poll fetches (after appends or timeouts). */
 void fetch_wake(struct broker *b);

@@ -40,14 +40,17 @@ bool topic_name_valid(struct kstr name)
 	for (int32_t i = 0; i < name.len; i++) {
 		char ch = name.p[i];
 
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		      ch == '.' || ch == '_' || ch == '-'))
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+		      ch == '_' || ch == '-'))
 			return false;
 	}
 	return true;
 }
 
-const char *registry_cluster_id(const struct registry *reg) { return reg->cluster_id; }
+const char *registry_cluster_id(const struct registry *reg)
+{
+	return reg->cluster_id;
+}
 
 int32_t registry_leader(const struct registry *reg, const struct topic *t, int32_t partition)
 {
@@ -548,7 +551,8 @@ static int registry_open_all(struct registry *reg, bool clean)
 			int64_t rp = clean ? INT64_MAX : ckpt_find(ck, nck, t->name, p);
 
 			if (registry_open_part(reg, t, p, rp) < 0)
-				log_error("partition '%s-%d' is offline (KAFKA_STORAGE_ERROR) until its files are repaired",
+				log_error("partition '%s-%d' is offline (KAFKA_STORAGE_ERROR) until its files are "
+					  "repaired",
 					  t->name, p);
 		}
 	}
@@ -618,7 +622,9 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 	for (int i = 0; i < reg->ntopics; i++)
 		nparts += reg->topics[i]->nparts;
 	log_info("loaded %d topics with %d partitions from '%s'%s in %lld ms", reg->ntopics, nparts, reg->dir,
-		 !nparts ? "" : clean ? " (clean shutdown, no recovery needed)" : " (recovered after an unclean shutdown)",
+		 !nparts ? ""
+		 : clean ? " (clean shutdown, no recovery needed)"
+			 : " (recovered after an unclean shutdown)",
 		 (long long)(clock_mono_ms() - t0));
 	*out = reg;
 	return 0;

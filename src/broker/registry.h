@@ -44,8 +44,8 @@ const char *registry_cluster_id(const struct registry *reg);
 
 struct topic *registry_find(struct registry *reg, struct kstr name);
 /* Returns 0, -EEXIST, -EINVAL (bad name), or -errno from the disk. */
-int registry_create(struct registry *reg, struct kstr name, int32_t nparts,
-		    const struct topic_cfg *tcfg, struct topic **out);
+int registry_create(struct registry *reg, struct kstr name, int32_t nparts, const struct topic_cfg *tcfg,
+		    struct topic **out);
 int registry_delete(struct registry *reg, struct topic *t);
 int registry_add_partitions(struct registry *reg, struct topic *t, int32_t total);
 /* Persists t->cfg and applies it to the open partitions. */

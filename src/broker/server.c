@@ -243,8 +243,8 @@ static void server_reload(struct broker *b)
 	config_release(&next);
 	if (registry_refresh_cfg(b->reg))
 		log_error("config reload: out of memory refreshing topic configs");
-	log_info("config reloaded from '%s': %d dynamic settings changed",
-		 b->config_path ? b->config_path : "defaults", changed);
+	log_info("config reloaded from '%s': %d dynamic settings changed", b->config_path ? b->config_path : "defaults",
+		 changed);
 }
 
 static void server_on_signal(struct loop_io *io, uint32_t events)

@@ -13,15 +13,15 @@ struct syncer {
 	struct loop *loop;
 	pthread_t thread;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;       /* work arrived, or stop */
-	pthread_cond_t idle_cv;  /* a round finished */
-	struct part **dirty;     /* protected by mu */
+	pthread_cond_t cv;      /* work arrived, or stop */
+	pthread_cond_t idle_cv; /* a round finished */
+	struct part **dirty;    /* protected by mu */
 	int ndirty, dirty_cap;
-	struct part **busy;      /* being synced by the thread */
+	struct part **busy; /* being synced by the thread */
 	int nbusy;
-	uint64_t next_round;     /* ticket handed to new work */
-	uint64_t done_round;     /* read by the loop without the lock */
-	uint64_t failed_round;   /* last round with a failed sync */
+	uint64_t next_round;   /* ticket handed to new work */
+	uint64_t done_round;   /* read by the loop without the lock */
+	uint64_t failed_round; /* last round with a failed sync */
 	bool stop;
 };
 
@@ -138,7 +138,10 @@ uint64_t syncer_want(struct syncer *s, struct part *part)
 	return ticket;
 }
 
-uint64_t syncer_done(struct syncer *s) { return __atomic_load_n(&s->done_round, __ATOMIC_ACQUIRE); }
+uint64_t syncer_done(struct syncer *s)
+{
+	return __atomic_load_n(&s->done_round, __ATOMIC_ACQUIRE);
+}
 
 bool syncer_failed(struct syncer *s, uint64_t ticket)
 {

@@ -24,12 +24,30 @@
 #define F(fld) offsetof(struct topic_cfg, fld)
 #define I32MAX INT32_MAX
 #define I64MAX INT64_MAX
-#define BOOL(n, fld, d, doc) { n, CONF_BOOL, F(fld), 0, 0, d, true, doc, NULL }
-#define I32(n, fld, lo, hi, d, doc) { n, CONF_INT32, F(fld), lo, hi, d, true, doc, NULL }
-#define I64(n, fld, lo, hi, d, doc) { n, CONF_INT64, F(fld), lo, hi, d, true, doc, NULL }
-#define STR(n, fld, d, doc) { n, CONF_STRING, F(fld), 0, 0, d, true, doc, NULL }
-#define LIST(n, fld, d, doc) { n, CONF_LIST, F(fld), 0, 0, d, true, doc, NULL }
-#define ENUM(n, fld, vals, d, doc) { n, CONF_ENUM, F(fld), 0, 0, d, true, doc, vals }
+#define BOOL(n, fld, d, doc)                                                                                           \
+	{                                                                                                              \
+		n, CONF_BOOL, F(fld), 0, 0, d, true, doc, NULL                                                         \
+	}
+#define I32(n, fld, lo, hi, d, doc)                                                                                    \
+	{                                                                                                              \
+		n, CONF_INT32, F(fld), lo, hi, d, true, doc, NULL                                                      \
+	}
+#define I64(n, fld, lo, hi, d, doc)                                                                                    \
+	{                                                                                                              \
+		n, CONF_INT64, F(fld), lo, hi, d, true, doc, NULL                                                      \
+	}
+#define STR(n, fld, d, doc)                                                                                            \
+	{                                                                                                              \
+		n, CONF_STRING, F(fld), 0, 0, d, true, doc, NULL                                                       \
+	}
+#define LIST(n, fld, d, doc)                                                                                           \
+	{                                                                                                              \
+		n, CONF_LIST, F(fld), 0, 0, d, true, doc, NULL                                                         \
+	}
+#define ENUM(n, fld, vals, d, doc)                                                                                     \
+	{                                                                                                              \
+		n, CONF_ENUM, F(fld), 0, 0, d, true, doc, vals                                                         \
+	}
 #define LMAX "9223372036854775807"
 
 /* Sorted by name, as Kafka lists them in DescribeConfigs. */
@@ -53,8 +71,7 @@ static const struct conf_def defs[] = {
 	    "Bytes of log between two index entries. Default: `log.index.interval.bytes`."),
 	LIST("leader.replication.throttled.replicas", leader_replication_throttled_replicas, "",
 	     "Accepted, no effect on a single node."),
-	I64("local.retention.bytes", local_retention_bytes, -2, I64MAX, "-2",
-	    "Accepted, no effect (tiered storage)."),
+	I64("local.retention.bytes", local_retention_bytes, -2, I64MAX, "-2", "Accepted, no effect (tiered storage)."),
 	I64("local.retention.ms", local_retention_ms, -2, I64MAX, "-2", "Accepted, no effect (tiered storage)."),
 	I64("max.compaction.lag.ms", max_compaction_lag_ms, 1, I64MAX, LMAX,
 	    "Longest a record may stay uncompacted. Default: `log.cleaner.max.compaction.lag.ms`."),
@@ -269,8 +286,7 @@ int topic_cfg_reset(struct topic_cfg *t, const struct broker_cfg *b)
 	return 0;
 }
 
-int topic_cfg_get(const struct topic_cfg *t, const char *key, char *buf, size_t n, int *source,
-		  bool *is_default)
+int topic_cfg_get(const struct topic_cfg *t, const char *key, char *buf, size_t n, int *source, bool *is_default)
 {
 	int i = conf_index(&table, key);
 	int src;
@@ -300,16 +316,28 @@ static void put_escaped(FILE *f, const char *v)
 {
 	for (const char *p = v; *p; p++) {
 		switch (*p) {
-		case '\\': fputs("\\\\", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\r': fputs("\\r", f); break;
-		case '\t': fputs("\\t", f); break;
-		case '\f': fputs("\\f", f); break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		case '\f':
+			fputs("\\f", f);
+			break;
 		case ' ':
 			/* Leading and trailing blanks would be trimmed on load. */
 			fputs(p == v || !p[1] ? "\\u0020" : " ", f);
 			break;
-		default: fputc(*p, f); break;
+		default:
+			fputc(*p, f);
+			break;
 		}
 	}
 }
@@ -344,7 +372,8 @@ static int fsync_dir_of(const char *path)
 		rc = -errno;
 	if (fd >= 0)
 		close(fd);
-	free(copy); copy = NULL;
+	free(copy);
+	copy = NULL;
 	return rc;
 }
 
@@ -389,9 +418,11 @@ int topic_cfg_save(const struct topic_cfg *t, const char *path)
 	else
 		rc = fsync_dir_of(path);
 out_free_tmp:
-	free(tmp); tmp = NULL;
+	free(tmp);
+	tmp = NULL;
 out_free_text:
-	free(text); text = NULL;
+	free(text);
+	text = NULL;
 	return rc;
 }
 

@@ -34,12 +34,12 @@
 #define TOPIC_CFG_NKEYS 31
 
 struct topic_cfg {
-	int cleanup_policy;                       /* CONFIG_CLEANUP_* */
-	int compression_type;                     /* CONFIG_COMPRESSION_* */
+	int cleanup_policy;   /* CONFIG_CLEANUP_* */
+	int compression_type; /* CONFIG_COMPRESSION_* */
 	int64_t delete_retention_ms;
 	int64_t file_delete_delay_ms;
 	int64_t flush_messages;
-	int64_t flush_ms;                         /* INT64_MAX = never by time */
+	int64_t flush_ms; /* INT64_MAX = never by time */
 	char *follower_replication_throttled_replicas;
 	int32_t index_interval_bytes;
 	char *leader_replication_throttled_replicas;
@@ -52,22 +52,22 @@ struct topic_cfg {
 	int64_t message_timestamp_after_max_ms;
 	int64_t message_timestamp_before_max_ms;
 	int64_t message_timestamp_difference_max_ms;
-	int message_timestamp_type;               /* CONFIG_TS_* */
-	char *min_cleanable_dirty_ratio;          /* a double, kept as text */
+	int message_timestamp_type;      /* CONFIG_TS_* */
+	char *min_cleanable_dirty_ratio; /* a double, kept as text */
 	int64_t min_compaction_lag_ms;
 	int32_t min_insync_replicas;
 	bool preallocate;
 	bool remote_storage_enable;
-	int64_t retention_bytes;                  /* -1 = no size limit */
-	int64_t retention_ms;                     /* -1 = forever */
+	int64_t retention_bytes; /* -1 = no size limit */
+	int64_t retention_ms;    /* -1 = forever */
 	int32_t segment_bytes;
 	int32_t segment_index_bytes;
 	int64_t segment_jitter_ms;
 	int64_t segment_ms;
 	bool unclean_leader_election_enable;
 
-	bool set[TOPIC_CFG_NKEYS];                /* explicitly set for this topic */
-	uint8_t source[TOPIC_CFG_NKEYS];          /* source of a value not set */
+	bool set[TOPIC_CFG_NKEYS];       /* explicitly set for this topic */
+	uint8_t source[TOPIC_CFG_NKEYS]; /* source of a value not set */
 };
 
 /* The table, for iteration (defs[i] describes set[i]). */
@@ -97,8 +97,7 @@ int topic_cfg_reset(struct topic_cfg *t, const struct broker_cfg *b);
  * (true when neither the topic nor the broker file set it); either may be
  * NULL.  Returns 0, 1 if the value is null, -ENOENT for an unknown key.
  */
-int topic_cfg_get(const struct topic_cfg *t, const char *key, char *buf, size_t n, int *source,
-		  bool *is_default);
+int topic_cfg_get(const struct topic_cfg *t, const char *key, char *buf, size_t n, int *source, bool *is_default);
 bool topic_cfg_is_set(const struct topic_cfg *t, const char *key);
 /* The broker key a topic key defaults from (NULL if none or unknown). */
 const char *topic_cfg_synonym(const char *key);

@@ -73,8 +73,8 @@ struct group_member {
 	int32_t nprotocols;
 	uint8_t *assignment;
 	int32_t assignment_len;
-	void *join_waiter, *sync_waiter;     /* parked JoinGroup / SyncGroup */
-	bool pending;                        /* id handed out (MEMBER_ID_REQUIRED), not yet joined */
+	void *join_waiter, *sync_waiter; /* parked JoinGroup / SyncGroup */
+	bool pending;                    /* id handed out (MEMBER_ID_REQUIRED), not yet joined */
 	struct loop_timer session;
 	struct group_member *next;
 };
@@ -85,12 +85,12 @@ struct group {
 	enum group_state state;
 	int32_t generation;
 	char *protocol_type, *protocol_name, *leader; /* NULL when none */
-	struct group_member *members;        /* joined and pending */
-	int32_t nmembers;                    /* joined only */
-	struct loop_timer join_timer;        /* end of the join phase */
+	struct group_member *members;                 /* joined and pending */
+	int32_t nmembers;                             /* joined only */
+	struct loop_timer join_timer;                 /* end of the join phase */
 	int64_t rebalance_start_ms;
 	bool initial_delay, new_member_added;
-	int64_t state_ts_ms;                 /* wall clock of the last state change, -1 unknown */
+	int64_t state_ts_ms; /* wall clock of the last state change, -1 unknown */
 	struct group_offsets offsets;
 	struct group *hnext;
 };
@@ -102,7 +102,7 @@ struct group_coord {
 	struct group_store *store;
 	struct group **buckets;
 	size_t nbuckets, ngroups;
-	struct group **list;                 /* group_coord_groups() snapshot */
+	struct group **list; /* group_coord_groups() snapshot */
 	struct loop_timer expiry;
 	uint64_t member_seq;
 };
@@ -129,7 +129,8 @@ static void group_set_state(struct group *grp, enum group_state to)
 
 	switch (to) {
 	case GROUP_PREPARING_REBALANCE:
-		ok = grp->state == GROUP_EMPTY || grp->state == GROUP_STABLE || grp->state == GROUP_COMPLETING_REBALANCE;
+		ok = grp->state == GROUP_EMPTY || grp->state == GROUP_STABLE ||
+		     grp->state == GROUP_COMPLETING_REBALANCE;
 		break;
 	case GROUP_COMPLETING_REBALANCE:
 		ok = grp->state == GROUP_PREPARING_REBALANCE;
@@ -148,8 +149,8 @@ static void group_set_state(struct group *grp, enum group_state to)
 	}
 	assert(ok);
 	(void)ok;
-	log_debug(LOGC_GROUP, "group", "group '%s': %s -> %s (generation %d)", grp->name,
-		  group_state_names[grp->state], group_state_names[to], grp->generation);
+	log_debug(LOGC_GROUP, "group", "group '%s': %s -> %s (generation %d)", grp->name, group_state_names[grp->state],
+		  group_state_names[to], grp->generation);
 	grp->state = to;
 	grp->state_ts_ms = clock_wall_ms();
 }
@@ -269,7 +270,8 @@ static void group_protocols_free(struct group_member *m)
 		free(m->protocols[i].name);
 		free(m->protocols[i].metadata);
 	}
-	free(m->protocols); m->protocols = NULL;
+	free(m->protocols);
+	m->protocols = NULL;
 	m->nprotocols = 0;
 }
 
@@ -315,8 +317,9 @@ static char *group_new_member_id(struct group_coord *gc, struct kstr prefix)
 {
 	char buf[512];
 
-	snprintf(buf, sizeof(buf), "%.*s-%016llx-%06llx", prefix.p && prefix.len > 0 ? (int)(prefix.len > 200 ? 200 : prefix.len) : 0,
-		 prefix.p ? prefix.p : "", (unsigned long long)clock_mono_us(), (unsigned long long)++gc->member_seq);
+	snprintf(buf, sizeof(buf), "%.*s-%016llx-%06llx",
+		 prefix.p && prefix.len > 0 ? (int)(prefix.len > 200 ? 200 : prefix.len) : 0, prefix.p ? prefix.p : "",
+		 (unsigned long long)clock_mono_us(), (unsigned long long)++gc->member_seq);
 	return group_kstrdup(kstr_c(buf));
 }
 
@@ -389,8 +392,12 @@ static void group_join_answer(struct group_member *m, int16_t error, bool with_m
 static void group_join_error(struct group_coord *gc, void *waiter, int16_t error, struct kstr member_id)
 {
 	struct group_join_result res = {
-		.error = error, .generation = -1, .protocol_type = KSTR_NULL, .protocol_name = KSTR_NULL,
-		.leader = KSTR(""), .member_id = member_id.p ? member_id : KSTR(""),
+		.error = error,
+		.generation = -1,
+		.protocol_type = KSTR_NULL,
+		.protocol_name = KSTR_NULL,
+		.leader = KSTR(""),
+		.member_id = member_id.p ? member_id : KSTR(""),
 	};
 
 	gc->ops.join_done(waiter, &res);
@@ -439,8 +446,11 @@ static void group_join_answer(struct group_member *m, int16_t error, bool with_m
 	struct group *grp = m->grp;
 	struct group_member_info *infos = NULL;
 	struct group_join_result res = {
-		.error = error, .generation = grp->generation, .protocol_type = group_kstr(grp->protocol_type),
-		.protocol_name = group_kstr(grp->protocol_name), .leader = kstr_c(grp->leader ? grp->leader : ""),
+		.error = error,
+		.generation = grp->generation,
+		.protocol_type = group_kstr(grp->protocol_type),
+		.protocol_name = group_kstr(grp->protocol_name),
+		.leader = kstr_c(grp->leader ? grp->leader : ""),
 		.member_id = kstr_c(m->member_id),
 	};
 	void *waiter = m->join_waiter;
@@ -466,9 +476,12 @@ static void group_persist(struct group *grp)
 {
 	struct group_store_member *mbs = group_xcalloc((size_t)grp->nmembers, sizeof(*mbs));
 	struct group_store_meta meta = {
-		.protocol_type = group_kstr(grp->protocol_type), .generation = grp->generation,
-		.protocol_name = group_kstr(grp->protocol_name), .leader = group_kstr(grp->leader),
-		.state_ts_ms = grp->state_ts_ms, .members = mbs,
+		.protocol_type = group_kstr(grp->protocol_type),
+		.generation = grp->generation,
+		.protocol_name = group_kstr(grp->protocol_name),
+		.leader = group_kstr(grp->leader),
+		.state_ts_ms = grp->state_ts_ms,
+		.members = mbs,
 	};
 	struct part *part;
 	int err;
@@ -492,8 +505,7 @@ static void group_persist(struct group *grp)
 	err = group_store_write(grp->gc->store, kstr_c(grp->name), NULL, 0, false, &meta, false, clock_wall_ms(),
 				&part);
 	if (err)
-		log_error("group '%s': cannot write its metadata to __consumer_offsets: %s", grp->name,
-			  strerror(-err));
+		log_error("group '%s': cannot write its metadata to __consumer_offsets: %s", grp->name, strerror(-err));
 	free(mbs);
 }
 
@@ -594,9 +606,11 @@ static void group_complete_join(struct group *grp)
 		}
 	}
 	grp->generation++;
-	free(grp->protocol_name); grp->protocol_name = NULL;
+	free(grp->protocol_name);
+	grp->protocol_name = NULL;
 	if (grp->nmembers == 0) {
-		free(grp->leader); grp->leader = NULL;
+		free(grp->leader);
+		grp->leader = NULL;
 		group_set_state(grp, GROUP_EMPTY);
 		log_info("group '%s': empty at generation %d", grp->name, grp->generation);
 		group_persist(grp);
@@ -610,8 +624,8 @@ static void group_complete_join(struct group *grp)
 		grp->leader = group_kstrdup(kstr_c(m->member_id));
 	}
 	group_set_state(grp, GROUP_COMPLETING_REBALANCE);
-	log_info("group '%s': generation %d with %d members, protocol '%s', leader '%s'", grp->name,
-		 grp->generation, grp->nmembers, grp->protocol_name, grp->leader);
+	log_info("group '%s': generation %d with %d members, protocol '%s', leader '%s'", grp->name, grp->generation,
+		 grp->nmembers, grp->protocol_name, grp->leader);
 	for (m = grp->members; m; m = m->next)
 		if (!m->pending) {
 			group_join_answer(m, KERR_NONE, true);
@@ -731,8 +745,8 @@ static void group_join_static_again(struct group *grp, struct group_member *m, c
 		same = same || group_kstr_is(a->protocols[i].name, grp->protocol_name);
 	group_member_release(m, KERR_FENCED_INSTANCE_ID);
 	m->member_id = group_new_member_id(grp->gc, a->group_instance_id);
-	log_info("group '%s': static member '%s' rejoined as '%s', fencing '%s'", grp->name,
-		 m->group_instance_id, m->member_id, old_id);
+	log_info("group '%s': static member '%s' rejoined as '%s', fencing '%s'", grp->name, m->group_instance_id,
+		 m->member_id, old_id);
 	free(m->client_id);
 	m->client_id = group_kstrdup(a->client_id.p ? a->client_id : KSTR(""));
 	group_member_update(m, a);
@@ -768,8 +782,8 @@ static void group_join_new(struct group *grp, const struct group_join_args *a, v
 		group_join_error(grp->gc, waiter, KERR_GROUP_MAX_SIZE_REACHED, a->member_id);
 		return;
 	}
-	m = group_member_add(grp, group_new_member_id(grp->gc, a->group_instance_id.p ? a->group_instance_id
-										    : a->client_id), a);
+	m = group_member_add(
+		grp, group_new_member_id(grp->gc, a->group_instance_id.p ? a->group_instance_id : a->client_id), a);
 	if (!grp->protocol_type)
 		grp->protocol_type = group_kstrdup(a->protocol_type);
 	if (a->require_known_member_id && !a->group_instance_id.p) {
@@ -799,8 +813,7 @@ static void group_join_known(struct group *grp, const struct group_join_args *a,
 		return;
 	}
 	group_touch(m);
-	if (grp->state == GROUP_PREPARING_REBALANCE ||
-	    !group_same_protocols(m, a) ||
+	if (grp->state == GROUP_PREPARING_REBALANCE || !group_same_protocols(m, a) ||
 	    (grp->state == GROUP_STABLE && grp->leader && !strcmp(grp->leader, m->member_id))) {
 		group_member_update(m, a);
 		group_park_join(m, waiter);
@@ -867,8 +880,8 @@ static void group_sync_leader(struct group *grp, const struct group_sync_args *a
 }
 
 /* Member, instance and generation checks shared by SyncGroup and Heartbeat. */
-static int16_t group_member_check(struct group *grp, struct kstr member_id, struct kstr instance_id,
-				  int32_t generation, struct group_member **out)
+static int16_t group_member_check(struct group *grp, struct kstr member_id, struct kstr instance_id, int32_t generation,
+				  struct group_member **out)
 {
 	struct group_member *m;
 
@@ -935,7 +948,8 @@ static void group_remove_member(struct group *grp, struct group_member *m, const
 	log_info("group '%s': member '%s' %s", grp->name, m->member_id, why);
 	group_member_release(m, KERR_UNKNOWN_MEMBER_ID);
 	if (grp->leader && !strcmp(grp->leader, m->member_id)) {
-		free(grp->leader); grp->leader = NULL;
+		free(grp->leader);
+		grp->leader = NULL;
 	}
 	group_member_free(grp, m);
 	if (pending || grp->state == GROUP_PREPARING_REBALANCE)
@@ -944,8 +958,7 @@ static void group_remove_member(struct group *grp, struct group_member *m, const
 		group_rebalance(grp, why);
 }
 
-int16_t group_leave(struct group_coord *gc, struct kstr group_id, struct kstr member_id,
-		    struct kstr group_instance_id)
+int16_t group_leave(struct group_coord *gc, struct kstr group_id, struct kstr member_id, struct kstr group_instance_id)
 {
 	struct group *grp = group_find(gc, group_id);
 	struct group_member *m;
@@ -1016,16 +1029,16 @@ int16_t group_commit_check(struct group_coord *gc, struct kstr group_id, struct 
 int group_commit(struct group_coord *gc, struct group *grp, const struct group_offset *offs, int n,
 		 struct part **part_out)
 {
-	int err = group_store_write(gc->store, kstr_c(grp->name), offs, n, false, NULL, false, clock_wall_ms(),
-				    part_out);
+	int err =
+		group_store_write(gc->store, kstr_c(grp->name), offs, n, false, NULL, false, clock_wall_ms(), part_out);
 
 	for (int i = 0; !err && i < n; i++)
 		err = group_store_offset_set(&grp->offsets, &offs[i]);
 	return err;
 }
 
-int group_txn_stage(struct group_coord *gc, struct group *grp, int64_t producer_id,
-		    const struct group_offset *offs, int n)
+int group_txn_stage(struct group_coord *gc, struct group *grp, int64_t producer_id, const struct group_offset *offs,
+		    int n)
 {
 	int err = 0;
 
@@ -1074,8 +1087,8 @@ int16_t group_delete(struct group_coord *gc, struct kstr group_id, struct part *
 		return KERR_GROUP_ID_NOT_FOUND;
 	if (grp->state != GROUP_EMPTY || grp->nmembers > 0)
 		return KERR_NON_EMPTY_GROUP;
-	err = group_store_write(gc->store, group_id, grp->offsets.v, grp->offsets.n, true, NULL, true,
-				clock_wall_ms(), part_out);
+	err = group_store_write(gc->store, group_id, grp->offsets.v, grp->offsets.n, true, NULL, true, clock_wall_ms(),
+				part_out);
 	if (err) {
 		log_error("group '%s': cannot write tombstones: %s", grp->name, strerror(-err));
 		return KERR_COORDINATOR_NOT_AVAILABLE;
@@ -1120,9 +1133,9 @@ bool group_subscribed(const struct group *grp, struct kstr topic)
 	for (const struct group_member *m = grp->members; m; m = m->next) {
 		const struct group_protocol *p = group_member_protocol(m, grp->protocol_name);
 
-		if (!m->pending && (p ? group_subscription_has(p->metadata, p->len, topic)
-				      : m->nprotocols && group_subscription_has(m->protocols[0].metadata,
-										m->protocols[0].len, topic)))
+		if (!m->pending &&
+		    (p ? group_subscription_has(p->metadata, p->len, topic)
+		       : m->nprotocols && group_subscription_has(m->protocols[0].metadata, m->protocols[0].len, topic)))
 			return true;
 	}
 	return false;
@@ -1132,7 +1145,8 @@ int group_offset_delete(struct group_coord *gc, struct group *grp, const struct 
 			struct part **part_out)
 {
 	int err = n ? group_store_write(gc->store, kstr_c(grp->name), offs, n, true, NULL, false, clock_wall_ms(),
-					part_out) : 0;
+					part_out)
+		    : 0;
 
 	for (int i = 0; !err && i < n; i++)
 		group_store_offset_delete(&grp->offsets, kstr_c(offs[i].topic), offs[i].partition);
@@ -1207,9 +1221,12 @@ static void group_reset(struct group *grp)
 {
 	while (grp->members)
 		group_member_free(grp, grp->members);
-	free(grp->protocol_type); grp->protocol_type = NULL;
-	free(grp->protocol_name); grp->protocol_name = NULL;
-	free(grp->leader); grp->leader = NULL;
+	free(grp->protocol_type);
+	grp->protocol_type = NULL;
+	free(grp->protocol_name);
+	grp->protocol_name = NULL;
+	free(grp->leader);
+	grp->leader = NULL;
 	grp->state = GROUP_EMPTY;
 }
 
@@ -1217,9 +1234,13 @@ static void group_load_member(struct group *grp, const struct group_store_member
 {
 	struct group_protocol_arg proto = { group_kstr(grp->protocol_name), s->subscription };
 	struct group_join_args a = {
-		.group_instance_id = s->group_instance_id, .client_id = s->client_id, .client_host = s->client_host,
-		.session_timeout_ms = s->session_timeout_ms, .rebalance_timeout_ms = s->rebalance_timeout_ms,
-		.protocols = &proto, .nprotocols = grp->protocol_name ? 1 : 0,
+		.group_instance_id = s->group_instance_id,
+		.client_id = s->client_id,
+		.client_host = s->client_host,
+		.session_timeout_ms = s->session_timeout_ms,
+		.rebalance_timeout_ms = s->rebalance_timeout_ms,
+		.protocols = &proto,
+		.nprotocols = grp->protocol_name ? 1 : 0,
 	};
 	struct group_member *m = group_member_add(grp, group_kstrdup(s->member_id), &a);
 

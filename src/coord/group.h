@@ -41,13 +41,13 @@ struct part;
 /* A member as reported to the leader (JoinGroup) or by DescribeGroups. */
 struct group_member_info {
 	struct kstr member_id, group_instance_id, client_id, client_host;
-	struct bytes metadata;   /* subscription for the selected protocol */
+	struct bytes metadata; /* subscription for the selected protocol */
 	struct bytes assignment;
 };
 
 struct group_join_result {
 	int16_t error;
-	int32_t generation;                   /* -1 with errors */
+	int32_t generation;                       /* -1 with errors */
 	struct kstr protocol_type, protocol_name; /* null when none */
 	struct kstr leader, member_id;
 	const struct group_member_info *members; /* the leader only */
@@ -68,8 +68,8 @@ struct group_coord_ops {
 struct group_coord_cfg {
 	int32_t initial_rebalance_delay_ms; /* group.initial.rebalance.delay.ms */
 	int32_t min_session_timeout_ms, max_session_timeout_ms;
-	int32_t max_size;                   /* group.max.size */
-	int64_t offsets_retention_ms;       /* offsets.retention.minutes */
+	int32_t max_size;             /* group.max.size */
+	int64_t offsets_retention_ms; /* offsets.retention.minutes */
 	int64_t retention_check_interval_ms;
 };
 
@@ -84,7 +84,7 @@ struct group_join_args {
 	int32_t session_timeout_ms, rebalance_timeout_ms;
 	const struct group_protocol_arg *protocols;
 	int32_t nprotocols;
-	bool require_known_member_id;  /* JoinGroup v4+: MEMBER_ID_REQUIRED */
+	bool require_known_member_id; /* JoinGroup v4+: MEMBER_ID_REQUIRED */
 };
 
 struct group_sync_assignment {
@@ -118,8 +118,7 @@ void group_sync(struct group_coord *gc, const struct group_sync_args *a, void *w
 int16_t group_heartbeat(struct group_coord *gc, struct kstr group_id, struct kstr member_id,
 			struct kstr group_instance_id, int32_t generation);
 /* One leaving member (member_id "" with an instance id: by instance id). */
-int16_t group_leave(struct group_coord *gc, struct kstr group_id, struct kstr member_id,
-		    struct kstr group_instance_id);
+int16_t group_leave(struct group_coord *gc, struct kstr group_id, struct kstr member_id, struct kstr group_instance_id);
 
 /*
  * OffsetCommit preamble: may this member commit for group_id now?  Creates
@@ -161,8 +160,8 @@ int group_offset_delete(struct group_coord *gc, struct group *grp, const struct 
 			struct part **part_out);
 
 /* Transactions (TxnOffsetCommit, EndTxn): stage offsets, then make them visible or drop them. */
-int group_txn_stage(struct group_coord *gc, struct group *grp, int64_t producer_id,
-		    const struct group_offset *offs, int n);
+int group_txn_stage(struct group_coord *gc, struct group *grp, int64_t producer_id, const struct group_offset *offs,
+		    int n);
 void group_txn_complete(struct group_coord *gc, int64_t producer_id, bool commit);
 /*
  * Transactions: TxnOffsetCommit persists offs as a transactional batch of

@@ -24,7 +24,7 @@
 #include "proto/records.h"
 #include "util/log.h"
 
-#define GROUP_STORE_KEY_OFFSET 1   /* version we write; 0 is read too */
+#define GROUP_STORE_KEY_OFFSET 1 /* version we write; 0 is read too */
 #define GROUP_STORE_KEY_META 2
 #define GROUP_STORE_VALUE_OFFSET 3
 #define GROUP_STORE_VALUE_META 3
@@ -43,8 +43,10 @@ void group_store_offsets_init(struct group_offsets *go)
 
 static void group_store_offset_free(struct group_offset *o)
 {
-	free(o->topic); o->topic = NULL;
-	free(o->metadata); o->metadata = NULL;
+	free(o->topic);
+	o->topic = NULL;
+	free(o->metadata);
+	o->metadata = NULL;
 }
 
 static void group_store_pending_free(struct group_offsets_pending *p)
@@ -59,7 +61,8 @@ void group_store_offsets_release(struct group_offsets *go)
 {
 	for (int i = 0; i < go->n; i++)
 		group_store_offset_free(&go->v[i]);
-	free(go->v); go->v = NULL;
+	free(go->v);
+	go->v = NULL;
 	while (go->pending) {
 		struct group_offsets_pending *p = go->pending;
 
@@ -99,8 +102,7 @@ static int group_store_find(const struct group_offset *v, int n, struct kstr top
 	return -lo - 1;
 }
 
-const struct group_offset *group_store_offset_get(const struct group_offsets *go, struct kstr topic,
-						  int32_t partition)
+const struct group_offset *group_store_offset_get(const struct group_offsets *go, struct kstr topic, int32_t partition)
 {
 	int i = group_store_find(go->v, go->n, topic, partition);
 
@@ -186,8 +188,7 @@ void group_store_offset_complete(struct group_offsets *go, int64_t producer_id, 
 	*pp = p->next;
 	for (int i = 0; commit && i < p->n; i++)
 		if (group_store_offset_set(go, &p->v[i]) < 0)
-			log_error("out of memory committing staged offsets of producer %lld",
-				  (long long)producer_id);
+			log_error("out of memory committing staged offsets of producer %lld", (long long)producer_id);
 	group_store_pending_free(p);
 }
 
@@ -303,8 +304,8 @@ static void group_store_offset_kv(struct wr *w, struct kstr group, const struct 
  * Builds one batch of the n key/value records laid out in scratch (sp) and
  * appends it: a plain batch, or a transactional one of producer_id >= 0.
  */
-static int group_store_append(struct part *part, const struct wr *scratch, const struct group_store_span *sp,
-			      int n, int64_t producer_id, int16_t producer_epoch, int64_t now_ms)
+static int group_store_append(struct part *part, const struct wr *scratch, const struct group_store_span *sp, int n,
+			      int64_t producer_id, int16_t producer_epoch, int64_t now_ms)
 {
 	struct rec_kv *kv = calloc((size_t)(n > 0 ? n : 1), sizeof(*kv));
 	struct part_append_info info;
@@ -325,9 +326,8 @@ static int group_store_append(struct part *part, const struct wr *scratch, const
 	return err;
 }
 
-int group_store_write(struct group_store *gs, struct kstr group, const struct group_offset *offs, int n,
-		      bool tombstone, const struct group_store_meta *meta, bool meta_tombstone,
-		      int64_t now_ms, struct part **part_out)
+int group_store_write(struct group_store *gs, struct kstr group, const struct group_offset *offs, int n, bool tombstone,
+		      const struct group_store_meta *meta, bool meta_tombstone, int64_t now_ms, struct part **part_out)
 {
 	int nrec = n + (meta || meta_tombstone), err;
 	struct group_store_span *sp = calloc((size_t)(nrec ? nrec : 1), sizeof(*sp));

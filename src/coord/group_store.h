@@ -61,12 +61,12 @@ struct part;
 
 /* One committed offset of one partition. */
 struct group_offset {
-	char *topic;           /* owned (in a table), or borrowed (arguments) */
+	char *topic; /* owned (in a table), or borrowed (arguments) */
 	int32_t partition;
 	int64_t offset;
-	int32_t leader_epoch;  /* -1 unknown */
-	char *metadata;        /* never NULL in a table */
-	int64_t commit_ts_ms;  /* wall clock */
+	int32_t leader_epoch; /* -1 unknown */
+	char *metadata;       /* never NULL in a table */
+	int64_t commit_ts_ms; /* wall clock */
 };
 
 /* Offsets staged by one transactional producer, visible only on commit. */
@@ -87,8 +87,7 @@ struct group_offsets {
 void group_store_offsets_init(struct group_offsets *go);
 void group_store_offsets_release(struct group_offsets *go);
 /* NULL if no offset is committed for (topic, partition). */
-const struct group_offset *group_store_offset_get(const struct group_offsets *go, struct kstr topic,
-						  int32_t partition);
+const struct group_offset *group_store_offset_get(const struct group_offsets *go, struct kstr topic, int32_t partition);
 /* Inserts or replaces; copies o's strings (metadata NULL = ""). 0 or -ENOMEM. */
 int group_store_offset_set(struct group_offsets *go, const struct group_offset *o);
 /* True if there was an offset to delete. */
@@ -148,9 +147,8 @@ int32_t group_store_partition_of(const struct group_store *gs, struct kstr group
  * and meta_tombstone.  OUT *part_out: the partition written (for the
  * syncer).  Returns 0, -EINVAL (nothing to write) or -errno.
  */
-int group_store_write(struct group_store *gs, struct kstr group, const struct group_offset *offs, int n,
-		      bool tombstone, const struct group_store_meta *meta, bool meta_tombstone,
-		      int64_t now_ms, struct part **part_out);
+int group_store_write(struct group_store *gs, struct kstr group, const struct group_offset *offs, int n, bool tombstone,
+		      const struct group_store_meta *meta, bool meta_tombstone, int64_t now_ms, struct part **part_out);
 
 /*
  * Transactions (TxnOffsetCommit): appends offs as one transactional batch of

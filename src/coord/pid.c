@@ -32,8 +32,8 @@ static int pid_read(struct pid_alloc *pa)
 	if (rc < 0)
 		return rc;
 	errno = 0;
-	if (strncmp(buf, "0\n", 2) || (v = strtoll(buf + 2, &end, 10)) < 0 || errno ||
-	    end == buf + 2 || strcmp(end, "\n")) {
+	if (strncmp(buf, "0\n", 2) || (v = strtoll(buf + 2, &end, 10)) < 0 || errno || end == buf + 2 ||
+	    strcmp(end, "\n")) {
 		log_error("'%s/%s' is malformed: refusing to reuse producer ids", pa->dir, PID_FILE);
 		return -EBADMSG;
 	}
@@ -88,13 +88,11 @@ int pid_next(struct pid_alloc *pa, int64_t *id)
 		snprintf(text, sizeof(text), "0\n%" PRId64 "\n", pa->block_end + PID_BLOCK_SIZE);
 		rc = checkpoint_write(pa->dir_fd, pa->dir, PID_FILE, text);
 		if (rc) {
-			log_error("cannot reserve producer ids in '%s/%s': %s", pa->dir, PID_FILE,
-				  strerror(-rc));
+			log_error("cannot reserve producer ids in '%s/%s': %s", pa->dir, PID_FILE, strerror(-rc));
 			return rc;
 		}
 		pa->block_end += PID_BLOCK_SIZE;
-		log_debug(LOGC_TXN, "txn", "reserved producer ids %" PRId64 "..%" PRId64, pa->next,
-			  pa->block_end - 1);
+		log_debug(LOGC_TXN, "txn", "reserved producer ids %" PRId64 "..%" PRId64, pa->next, pa->block_end - 1);
 	}
 	*id = pa->next++;
 	return 0;

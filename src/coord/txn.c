@@ -61,9 +61,9 @@ struct txn {
 	int16_t epoch;
 	int32_t timeout_ms;
 	enum txn_state state;
-	struct txn_tp *tps;          /* partitions of the open transaction; topics owned */
+	struct txn_tp *tps; /* partitions of the open transaction; topics owned */
 	int32_t ntps, tps_cap;
-	int64_t start_ms;            /* wall clock, -1 when no transaction is open */
+	int64_t start_ms; /* wall clock, -1 when no transaction is open */
 	int64_t update_ms;
 	struct txn *hnext;
 };
@@ -73,10 +73,10 @@ struct txn_coord {
 	struct txn_coord_cfg cfg;
 	struct txn_coord_ops ops;
 	void *arg;
-	struct part **parts;         /* __transaction_state, borrowed; NULL until attached */
+	struct part **parts; /* __transaction_state, borrowed; NULL until attached */
 	int32_t nparts;
 	struct txn *buckets[TXN_BUCKETS];
-	uint64_t ticket;             /* fsync ticket of writes since txn_coord_take_ticket */
+	uint64_t ticket; /* fsync ticket of writes since txn_coord_take_ticket */
 	struct loop_timer timer;
 };
 
@@ -127,9 +127,8 @@ static void txn_set_state(struct txn *txn, enum txn_state to)
 	bool ok = txn_transition_ok(txn->state, to);
 
 	assert(ok);
-	log_debug(LOGC_TXN, "txn", "'%s' (producer %lld epoch %d): %s -> %s%s", txn->id,
-		  (long long)txn->producer_id, txn->epoch, txn_state_name(txn->state), txn_state_name(to),
-		  ok ? "" : " (invalid transition)");
+	log_debug(LOGC_TXN, "txn", "'%s' (producer %lld epoch %d): %s -> %s%s", txn->id, (long long)txn->producer_id,
+		  txn->epoch, txn_state_name(txn->state), txn_state_name(to), ok ? "" : " (invalid transition)");
 	txn->state = to;
 }
 
@@ -155,7 +154,8 @@ static struct txn *txn_find(struct txn_coord *tc, struct kstr id)
 static void txn_clear_tps(struct txn *txn)
 {
 	for (int32_t i = 0; i < txn->ntps; i++) {
-		free(txn->tps[i].topic); txn->tps[i].topic = NULL;
+		free(txn->tps[i].topic);
+		txn->tps[i].topic = NULL;
 	}
 	txn->ntps = 0;
 }
@@ -304,8 +304,7 @@ static int16_t txn_complete(struct txn_coord *tc, struct txn *txn)
 	err = txn_move(tc, txn, commit ? TXN_COMPLETE_COMMIT : TXN_COMPLETE_ABORT);
 	if (err)
 		return err;
-	log_debug(LOGC_TXN, "txn", "'%s': %s %d partition(s)", txn->id, commit ? "committed" : "aborted",
-		  txn->ntps);
+	log_debug(LOGC_TXN, "txn", "'%s': %s %d partition(s)", txn->id, commit ? "committed" : "aborted", txn->ntps);
 	txn_clear_tps(txn);
 	txn->start_ms = -1;
 	return KERR_NONE;
@@ -404,8 +403,7 @@ static int16_t txn_lookup(struct txn_coord *tc, struct kstr id, int64_t producer
 	return err;
 }
 
-int16_t txn_verify(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch,
-		   bool need_ongoing)
+int16_t txn_verify(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch, bool need_ongoing)
 {
 	struct txn *txn;
 	int16_t err = txn_lookup(tc, id, producer_id, producer_epoch, &txn);
@@ -448,7 +446,8 @@ int16_t txn_add_partitions(struct txn_coord *tc, struct kstr id, int64_t produce
 out_undo:
 	while (txn->ntps > before) {
 		txn->ntps--;
-		free(txn->tps[txn->ntps].topic); txn->tps[txn->ntps].topic = NULL;
+		free(txn->tps[txn->ntps].topic);
+		txn->tps[txn->ntps].topic = NULL;
 	}
 	return err ? err : KERR_COORDINATOR_NOT_AVAILABLE;
 }
@@ -479,8 +478,8 @@ int16_t txn_end(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16
 
 static void txn_info_of(const struct txn *txn, struct txn_info *out)
 {
-	*out = (struct txn_info){ txn->id, txn->state, txn->producer_id, txn->epoch, txn->timeout_ms,
-				  txn->start_ms, txn->tps, txn->ntps };
+	*out = (struct txn_info){ txn->id,         txn->state,    txn->producer_id, txn->epoch,
+				  txn->timeout_ms, txn->start_ms, txn->tps,         txn->ntps };
 }
 
 bool txn_describe(struct txn_coord *tc, struct kstr id, struct txn_info *out)
@@ -524,8 +523,8 @@ static void txn_coord_on_timer(struct loop_timer *t)
 
 /* ---- life cycle ---- */
 
-int txn_coord_new(struct loop *loop, const struct txn_coord_cfg *cfg, const struct txn_coord_ops *ops,
-		  void *arg, struct txn_coord **out)
+int txn_coord_new(struct loop *loop, const struct txn_coord_cfg *cfg, const struct txn_coord_ops *ops, void *arg,
+		  struct txn_coord **out)
 {
 	struct txn_coord *tc = calloc(1, sizeof(*tc));
 

@@ -58,8 +58,8 @@ struct txn_coord_ops {
 };
 
 struct txn_coord_cfg {
-	int32_t max_timeout_ms;      /* transaction.max.timeout.ms */
-	int32_t abort_interval_ms;   /* transaction.abort.timed.out.transaction.cleanup.interval.ms */
+	int32_t max_timeout_ms;    /* transaction.max.timeout.ms */
+	int32_t abort_interval_ms; /* transaction.abort.timed.out.transaction.cleanup.interval.ms */
 };
 
 /* What DescribeTransactions / ListTransactions report; views valid until the next change. */
@@ -69,13 +69,13 @@ struct txn_info {
 	int64_t producer_id;
 	int16_t producer_epoch;
 	int32_t timeout_ms;
-	int64_t start_ms;            /* -1 when no transaction */
+	int64_t start_ms; /* -1 when no transaction */
 	const struct txn_tp *tps;
 	int32_t ntps;
 };
 
-int txn_coord_new(struct loop *loop, const struct txn_coord_cfg *cfg, const struct txn_coord_ops *ops,
-		  void *arg, struct txn_coord **out);
+int txn_coord_new(struct loop *loop, const struct txn_coord_cfg *cfg, const struct txn_coord_ops *ops, void *arg,
+		  struct txn_coord **out);
 void txn_coord_free(struct txn_coord *tc);
 /*
  * Uses the partitions of __transaction_state (borrowed), replays them and

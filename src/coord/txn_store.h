@@ -46,7 +46,7 @@ struct part;
 
 /* A topic-partition of a transaction. */
 struct txn_tp {
-	char *topic;       /* owned by whoever holds the array */
+	char *topic; /* owned by whoever holds the array */
 	int32_t partition;
 };
 

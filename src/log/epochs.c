@@ -89,7 +89,8 @@ out_free:
 
 void epochs_release(struct epochs *ep)
 {
-	free(ep->e); ep->e = NULL;
+	free(ep->e);
+	ep->e = NULL;
 	ep->n = ep->cap = 0;
 }
 
@@ -103,8 +104,8 @@ int epochs_write(const struct epochs *ep, int dir_fd, const char *dir)
 		return -ENOMEM;
 	len = (size_t)snprintf(text, cap, "0\n%d\n", ep->n);
 	for (int i = 0; i < ep->n; i++)
-		len += (size_t)snprintf(text + len, cap - len, "%" PRId32 " %" PRId64 "\n",
-					ep->e[i].epoch, ep->e[i].start_offset);
+		len += (size_t)snprintf(text + len, cap - len, "%" PRId32 " %" PRId64 "\n", ep->e[i].epoch,
+					ep->e[i].start_offset);
 	rc = checkpoint_write(dir_fd, dir, EPOCHS_FILE, text);
 	free(text);
 	return rc;
@@ -144,8 +145,7 @@ bool epochs_truncate_start(struct epochs *ep, int64_t log_start)
 	return drop != 0;
 }
 
-bool epochs_end_offset(const struct epochs *ep, int32_t epoch, int64_t leo, int32_t *epoch_out,
-		       int64_t *end_out)
+bool epochs_end_offset(const struct epochs *ep, int32_t epoch, int64_t leo, int32_t *epoch_out, int64_t *end_out)
 {
 	int i = ep->n - 1;
 
@@ -157,4 +157,3 @@ bool epochs_end_offset(const struct epochs *ep, int32_t epoch, int64_t leo, int3
 	*end_out = i + 1 < ep->n ? ep->e[i + 1].start_offset : leo;
 	return true;
 }
-

@@ -43,7 +43,6 @@ bool epochs_truncate_start(struct epochs *ep, int64_t log_start);
  * leo for the latest) and the largest epoch <= epoch.  Returns false if
  * there is none.
  */
-bool epochs_end_offset(const struct epochs *ep, int32_t epoch, int64_t leo, int32_t *epoch_out,
-		       int64_t *end_out);
+bool epochs_end_offset(const struct epochs *ep, int32_t epoch, int64_t leo, int32_t *epoch_out, int64_t *end_out);
 
 #endif

@@ -71,8 +71,8 @@ out_free:
 	return rc;
 }
 
-int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc, uint32_t ent_size,
-		 uint32_t disk_size, idxfile_decode_fn *decode)
+int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc, uint32_t ent_size, uint32_t disk_size,
+		 idxfile_decode_fn *decode)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (trunc ? O_TRUNC : 0), 0644);
 	int rc;
@@ -102,7 +102,8 @@ void idxfile_close(struct idxfile *f)
 	}
 	fdref_put(f->ref);
 	f->ref = NULL;
-	free(f->e); f->e = NULL;
+	free(f->e);
+	f->e = NULL;
 	f->n = f->cap = 0;
 }
 

@@ -22,13 +22,13 @@
 typedef void idxfile_decode_fn(void *ent, const uint8_t *raw);
 
 struct idxfile {
-	struct fdref *ref;      /* the file (the flusher holds references) */
-	void *e;                /* in-memory entries, ascending, ent_size bytes each */
-	int32_t n, cap;         /* entries held, entries allocated */
-	int32_t max_n;          /* segment.index.bytes / disk_size: the segment rolls when full */
-	uint32_t ent_size;      /* sizeof the index's entry struct */
-	uint32_t disk_size;     /* bytes per entry in the file */
-	bool bad;               /* file size was not a multiple of disk_size, or could not be read */
+	struct fdref *ref;  /* the file (the flusher holds references) */
+	void *e;            /* in-memory entries, ascending, ent_size bytes each */
+	int32_t n, cap;     /* entries held, entries allocated */
+	int32_t max_n;      /* segment.index.bytes / disk_size: the segment rolls when full */
+	uint32_t ent_size;  /* sizeof the index's entry struct */
+	uint32_t disk_size; /* bytes per entry in the file */
+	bool bad;           /* file size was not a multiple of disk_size, or could not be read */
 };
 
 /*
@@ -37,8 +37,8 @@ struct idxfile {
  * nothing is held.  A file of the wrong size is not an error: it sets bad
  * (the caller rebuilds the index).
  */
-int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc, uint32_t ent_size,
-		 uint32_t disk_size, idxfile_decode_fn *decode);
+int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc, uint32_t ent_size, uint32_t disk_size,
+		 idxfile_decode_fn *decode);
 /* Truncates the file to its entries and drops the reference and the entries. */
 void idxfile_close(struct idxfile *f);
 /* Adds ent (in-memory form) and writes raw (its disk_size-byte encoding) after the last entry.
@@ -46,9 +46,15 @@ void idxfile_close(struct idxfile *f);
 int idxfile_append(struct idxfile *f, const void *ent, const uint8_t *raw);
 /* Drops every entry (memory and file) and clears bad. */
 int idxfile_reset(struct idxfile *f);
-static inline bool idxfile_full(const struct idxfile *f) { return f->n >= f->max_n; }
+static inline bool idxfile_full(const struct idxfile *f)
+{
+	return f->n >= f->max_n;
+}
 /* Entry i (0 <= i < n) in its in-memory form. */
-static inline void *idxfile_ent(const struct idxfile *f, int32_t i) { return (char *)f->e + (size_t)i * f->ent_size; }
+static inline void *idxfile_ent(const struct idxfile *f, int32_t i)
+{
+	return (char *)f->e + (size_t)i * f->ent_size;
+}
 
 /* Big-endian helpers for the entry encodings: n-byte unsigned value at p. */
 void idxfile_put_be(uint8_t *p, uint64_t v, int n);

@@ -34,7 +34,7 @@ struct offidx_ent {
 };
 
 struct offidx {
-	struct idxfile f;       /* the .index file; f.e holds struct offidx_ent, ascending */
+	struct idxfile f; /* the .index file; f.e holds struct offidx_ent, ascending */
 };
 
 /* Opens (creating or, with trunc, emptying) the file at path and loads its entries. */
@@ -48,8 +48,14 @@ int offidx_append(struct offidx *oi, int32_t rel, int32_t pos);
 /* Position of the last entry with rel <= target, 0 if none. */
 int32_t offidx_lookup(const struct offidx *oi, int32_t rel);
 /* Drops every entry (memory and file). */
-static inline int offidx_reset(struct offidx *oi) { return idxfile_reset(&oi->f); }
-static inline bool offidx_full(const struct offidx *oi) { return idxfile_full(&oi->f); }
+static inline int offidx_reset(struct offidx *oi)
+{
+	return idxfile_reset(&oi->f);
+}
+static inline bool offidx_full(const struct offidx *oi)
+{
+	return idxfile_full(&oi->f);
+}
 /* Entry i, 0 <= i < oi->f.n. */
 static inline const struct offidx_ent *offidx_ent(const struct offidx *oi, int32_t i)
 {

@@ -23,24 +23,24 @@
 
 struct part {
 	char *dir;
-	int dir_fd;                 /* for fsync after creating/renaming files */
+	int dir_fd; /* for fsync after creating/renaming files */
 	struct part_cfg cfg;
 	pthread_mutex_t mu;
-	struct seg **segs;          /* ascending base offsets; the last is active (mu) */
-	int nsegs, segs_cap;        /* (mu) */
+	struct seg **segs;   /* ascending base offsets; the last is active (mu) */
+	int nsegs, segs_cap; /* (mu) */
 	int64_t log_start_offset;
-	int64_t leo;                /* log end offset (mu) */
-	int64_t hw;                 /* high watermark: = leo on one node */
-	int64_t recovery_point;     /* everything below is synced (mu) */
-	int64_t unflushed;          /* records appended since the last sync (mu) */
-	bool dir_dirty;             /* a segment was created since the last sync (mu) */
-	int32_t leader_epoch;       /* stamped into appended batches */
+	int64_t leo;            /* log end offset (mu) */
+	int64_t hw;             /* high watermark: = leo on one node */
+	int64_t recovery_point; /* everything below is synced (mu) */
+	int64_t unflushed;      /* records appended since the last sync (mu) */
+	bool dir_dirty;         /* a segment was created since the last sync (mu) */
+	int32_t leader_epoch;   /* stamped into appended batches */
 	struct epochs epochs;
-	struct pstate pstate;       /* producer state (pstate.h) */
-	struct txnidx txnidx;       /* aborted transactions (txnidx.h, transactions) */
-	uint8_t *scratch;           /* PART_SCRATCH_BYTES, event-loop thread only */
-	int64_t writeback_pos;      /* active-segment position writeback was started up to */
-	int64_t time_pos;           /* file position of the batch part_time_in_seg() found */
+	struct pstate pstate;  /* producer state (pstate.h) */
+	struct txnidx txnidx;  /* aborted transactions (txnidx.h, transactions) */
+	uint8_t *scratch;      /* PART_SCRATCH_BYTES, event-loop thread only */
+	int64_t writeback_pos; /* active-segment position writeback was started up to */
+	int64_t time_pos;      /* file position of the batch part_time_in_seg() found */
 };
 
 static inline struct seg *part_active(const struct part *part)

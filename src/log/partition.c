@@ -28,7 +28,6 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-
 void part_cfg_default(struct part_cfg *cfg)
 {
 	cfg->segment_bytes = 1LL << 30;
@@ -146,14 +145,12 @@ static void part_remove_orphans(struct part *part)
 	while ((de = readdir(d))) {
 		bool orphan = false, known = false;
 
-		if (seg_name_parse(de->d_name, ".index", &base) ||
-		    seg_name_parse(de->d_name, ".timeindex", &base)) {
+		if (seg_name_parse(de->d_name, ".index", &base) || seg_name_parse(de->d_name, ".timeindex", &base)) {
 			for (int i = 0; i < part->nsegs && !known; i++)
 				known = part->segs[i]->base_offset == base;
 			orphan = !known;
 		}
-		orphan = orphan || (strlen(de->d_name) > 4 &&
-				    !strcmp(de->d_name + strlen(de->d_name) - 4, ".tmp"));
+		orphan = orphan || (strlen(de->d_name) > 4 && !strcmp(de->d_name + strlen(de->d_name) - 4, ".tmp"));
 		if (orphan) {
 			log_info("log: removing stray file '%s/%s'", part->dir, de->d_name);
 			unlinkat(part->dir_fd, de->d_name, 0);
@@ -165,8 +162,7 @@ static void part_remove_orphans(struct part *part)
 /* Deletes segments from index i on (recovery cut the log before them). */
 static void part_drop_tail(struct part *part, int i)
 {
-	log_warn("log: '%s': deleting %d segment(s) after the truncated one", part->dir,
-		 part->nsegs - i);
+	log_warn("log: '%s': deleting %d segment(s) after the truncated one", part->dir, part->nsegs - i);
 	while (part->nsegs > i) {
 		struct seg *seg = part->segs[part->nsegs - 1];
 
@@ -195,8 +191,8 @@ static int part_load_seg(struct part *part, int i, int64_t recovery_point)
 	if (seg->roll_ts < 0 && seg->size > 0)
 		seg->roll_ts = clock_wall_ms();
 	if (i > 0 && part->segs[i - 1]->next_offset > seg->base_offset) {
-		log_error("log: '%s.log' overlaps the previous segment (ends at %" PRId64 ")",
-			  seg->path, part->segs[i - 1]->next_offset);
+		log_error("log: '%s.log' overlaps the previous segment (ends at %" PRId64 ")", seg->path,
+			  part->segs[i - 1]->next_offset);
 		return -EBADMSG;
 	}
 	if (truncated && i + 1 < part->nsegs)
@@ -240,8 +236,8 @@ static int64_t part_read_log_start(struct part *part)
 
 	if (rc == -ENOENT)
 		return 0;
-	if (rc < 0 || strncmp(buf, "0\n", 2) || (v = strtoll(buf + 2, &end, 10)) < 0 ||
-	    end == buf + 2 || strcmp(end, "\n")) {
+	if (rc < 0 || strncmp(buf, "0\n", 2) || (v = strtoll(buf + 2, &end, 10)) < 0 || end == buf + 2 ||
+	    strcmp(end, "\n")) {
 		log_warn("log: '%s/%s' is malformed, ignoring it", part->dir, LOG_START_FILE);
 		return 0;
 	}
@@ -335,8 +331,7 @@ static void part_write_pstate(struct part *part, const char *why)
 		return;
 	rc = pstate_snapshot_write(ps, part->dir_fd, part->dir, part->leo);
 	if (rc)
-		log_warn("log: '%s': cannot write the producer snapshot at %s: %s", part->dir, why,
-			 strerror(-rc));
+		log_warn("log: '%s': cannot write the producer snapshot at %s: %s", part->dir, why, strerror(-rc));
 }
 
 static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
@@ -377,8 +372,8 @@ static void part_free(struct part *part)
 	free(part);
 }
 
-int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point,
-	      int32_t leader_epoch, struct part **out)
+int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point, int32_t leader_epoch,
+	      struct part **out)
 {
 	struct part *part = part_alloc(dir, cfg);
 	int64_t log_start;
@@ -462,10 +457,10 @@ out_free:
 /* ---- append ---- */
 
 struct append_plan {
-	int64_t span;     /* offsets taken: sum of lastOffsetDelta + 1 */
+	int64_t span; /* offsets taken: sum of lastOffsetDelta + 1 */
 	int64_t records;
 	uint32_t producers; /* batches with a producer id (an upper bound of new producers) */
-	int64_t max_ts;   /* largest batch maxTimestamp, -1 if none */
+	int64_t max_ts;     /* largest batch maxTimestamp, -1 if none */
 };
 
 static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan)
@@ -511,8 +506,7 @@ static int part_roll(struct part *part)
 	part->dir_dirty = true;
 	pthread_mutex_unlock(&part->mu);
 	part_write_pstate(part, "roll");
-	log_debug(LOGC_LOG, "log", "'%s': rolled new segment at offset %" PRId64, part->dir,
-		  part->leo);
+	log_debug(LOGC_LOG, "log", "'%s': rolled new segment at offset %" PRId64, part->dir, part->leo);
 	return 0;
 }
 
@@ -533,8 +527,7 @@ static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t 
 		return 0;
 	roll = seg->size + (int64_t)len > cfg->segment_bytes ||
 	       (seg->roll_ts >= 0 && (max_ts >= 0 ? max_ts : now_ms) - seg->roll_ts > cfg->segment_ms) ||
-	       offidx_full(&seg->oi) || timeidx_full(&seg->ti) ||
-	       part->leo + span - 1 - seg->base_offset > INT32_MAX;
+	       offidx_full(&seg->oi) || timeidx_full(&seg->ti) || part->leo + span - 1 - seg->base_offset > INT32_MAX;
 	return roll ? part_roll(part) : 0;
 }
 
@@ -578,8 +571,7 @@ static void part_apply_pstate(struct part *part, const uint8_t *blob, size_t len
 	}
 }
 
-int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms,
-		struct part_append_info *info)
+int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, struct part_append_info *info)
 {
 	struct append_plan plan;
 	int64_t base = part->leo;
@@ -595,8 +587,7 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms,
 	part_stamp(part, blob, len, now_ms);
 	rc = seg_append(part_active(part), blob, len, part->cfg.index_interval_bytes, now_ms);
 	if (rc) {
-		log_error("log: '%s': append at offset %" PRId64 " failed: %s", part->dir, base,
-			  strerror(-rc));
+		log_error("log: '%s': append at offset %" PRId64 " failed: %s", part->dir, base, strerror(-rc));
 		return rc;
 	}
 	pthread_mutex_lock(&part->mu);
@@ -631,15 +622,14 @@ static int part_seg_for(const struct part *part, int64_t offset)
 }
 
 /* Finds the batch holding offset from segment i on.  1 found, 0 none, or -errno. */
-static int part_find(struct part *part, int i, int64_t offset, struct seg_iter *it,
-		     struct batch_hdr *h)
+static int part_find(struct part *part, int i, int64_t offset, struct seg_iter *it, struct batch_hdr *h)
 {
 	for (; i < part->nsegs; i++) {
 		int rc = seg_find(part->segs[i], offset, it, h, part->scratch, PART_SCRATCH_BYTES);
 
 		if (rc == -EBADMSG)
-			log_error("log: '%s.log' position %" PRId64 ": %s", part->segs[i]->path,
-				  it->pos, it->why ? it->why : "corrupt");
+			log_error("log: '%s.log' position %" PRId64 ": %s", part->segs[i]->path, it->pos,
+				  it->why ? it->why : "corrupt");
 		if (rc)
 			return rc;
 	}
@@ -673,8 +663,8 @@ static int part_end_pos(struct part *part, struct seg *seg, int64_t max_offset, 
  * inside a batch (clients drop a partial trailing batch), but always holds
  * the first whole batch when min_one is set (KIP-74).
  */
-int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max_bytes,
-	      bool min_one, struct fslice *out)
+int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max_bytes, bool min_one,
+	      struct fslice *out)
 {
 	struct seg_iter it;
 	struct batch_hdr h;
@@ -705,10 +695,22 @@ int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max
 	return 0;
 }
 
-int64_t part_log_start_offset(const struct part *part) { return part->log_start_offset; }
-int64_t part_log_end_offset(const struct part *part) { return part->leo; }
-int64_t part_high_watermark(const struct part *part) { return part->hw; }
-int part_segment_count(const struct part *part) { return part->nsegs; }
+int64_t part_log_start_offset(const struct part *part)
+{
+	return part->log_start_offset;
+}
+int64_t part_log_end_offset(const struct part *part)
+{
+	return part->leo;
+}
+int64_t part_high_watermark(const struct part *part)
+{
+	return part->hw;
+}
+int part_segment_count(const struct part *part)
+{
+	return part->nsegs;
+}
 
 int64_t part_size_bytes(const struct part *part)
 {
@@ -740,8 +742,8 @@ static int part_time_in_seg(struct part *part, int i, int64_t ts, struct batch_h
 }
 
 /* Reads batch h (found by part_time_in_seg at part->time_pos) to find the record. */
-static int part_time_in_batch(struct part *part, int i, const struct batch_hdr *h, int64_t ts,
-			      int64_t *offset_out, int64_t *ts_out)
+static int part_time_in_batch(struct part *part, int i, const struct batch_hdr *h, int64_t ts, int64_t *offset_out,
+			      int64_t *ts_out)
 {
 	uint8_t *buf;
 	ssize_t n;
@@ -808,8 +810,7 @@ int part_set_leader_epoch(struct part *part, int32_t leader_epoch)
 	return epochs_write(&part->epochs, part->dir_fd, part->dir);
 }
 
-bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
-			   int64_t *end_offset_out)
+bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out, int64_t *end_offset_out)
 {
 	return epochs_end_offset(&part->epochs, epoch, part->leo, epoch_out, end_offset_out);
 }

@@ -33,13 +33,13 @@
 #include "util/buf.h"
 
 struct part_cfg {
-	int64_t segment_bytes;          /* segment.bytes, default 1 GiB */
-	int64_t segment_ms;             /* segment.ms, default 7 days */
-	int64_t retention_ms;           /* retention.ms, -1 = unlimited */
-	int64_t retention_bytes;        /* retention.bytes, -1 = unlimited */
-	int32_t index_interval_bytes;   /* index.interval.bytes, default 4096 */
-	int32_t segment_index_bytes;    /* segment.index.bytes, default 10 MiB (max index size; roll when full) */
-	bool log_append_time;           /* message.timestamp.type=LogAppendTime */
+	int64_t segment_bytes;             /* segment.bytes, default 1 GiB */
+	int64_t segment_ms;                /* segment.ms, default 7 days */
+	int64_t retention_ms;              /* retention.ms, -1 = unlimited */
+	int64_t retention_bytes;           /* retention.bytes, -1 = unlimited */
+	int32_t index_interval_bytes;      /* index.interval.bytes, default 4096 */
+	int32_t segment_index_bytes;       /* segment.index.bytes, default 10 MiB (max index size; roll when full) */
+	bool log_append_time;              /* message.timestamp.type=LogAppendTime */
 	int64_t producer_id_expiration_ms; /* producer.id.expiration.ms (broker-wide), default 1 day */
 };
 
@@ -60,8 +60,8 @@ struct part_append_info {
  * batches and recorded in the leader epoch cache (-1: keep the cached one).
  * Returns 0 or -errno (-EBADMSG if segments overlap).
  */
-int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point,
-	      int32_t leader_epoch, struct part **out);
+int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point, int32_t leader_epoch,
+	      struct part **out);
 /* Syncs, then truncates index files to their used size and frees part. */
 void part_close(struct part *part);
 /* Closes part and removes its directory (DeleteTopics); 0 or -errno. */
@@ -76,8 +76,7 @@ void part_set_cfg(struct part *part, const struct part_cfg *cfg);
  * too old).  Returns 0, -EBADMSG if the blob does not parse, -EMSGSIZE, or
  * -errno (-ENOSPC, -EIO ...): nothing is left half-appended.
  */
-int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms,
-		struct part_append_info *info);
+int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, struct part_append_info *info);
 
 /*
  * Finds the bytes to serve for a fetch at offset: a slice of one segment
@@ -88,8 +87,8 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms,
  * offset < log start or > LEO, -EBADMSG on a corrupt segment.  out->ref is
  * a new reference the caller puts.
  */
-int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max_bytes,
-	      bool min_one, struct fslice *out);
+int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max_bytes, bool min_one,
+	      struct fslice *out);
 
 int64_t part_log_start_offset(const struct part *part);
 int64_t part_log_end_offset(const struct part *part);
@@ -129,8 +128,7 @@ struct pstate *part_pstate(struct part *part);
 /* Leader epoch: stamps later appends and records (epoch, LEO) in the cache. 0 or -errno. */
 int part_set_leader_epoch(struct part *part, int32_t leader_epoch);
 /* OffsetForLeaderEpoch: false if no epoch <= epoch is known. */
-bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
-			   int64_t *end_offset_out);
+bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out, int64_t *end_offset_out);
 
 /*
  * Durability: thread-safe against part_append running in another thread.

@@ -103,8 +103,8 @@ const struct pstate_entry *pstate_find(const struct pstate *ps, int64_t producer
 }
 
 /* Rehashes into a table of cap slots, keeping entries keep() accepts (all if NULL). */
-static int pstate_rehash(struct pstate *ps, uint32_t cap,
-			 bool (*keep)(const struct pstate_entry *e, int64_t arg), int64_t arg)
+static int pstate_rehash(struct pstate *ps, uint32_t cap, bool (*keep)(const struct pstate_entry *e, int64_t arg),
+			 int64_t arg)
 {
 	struct pstate_entry *old = ps->slots;
 	uint32_t old_cap = ps->cap;
@@ -184,8 +184,7 @@ const struct pstate_batch *pstate_entry_batch(const struct pstate_entry *e, int 
 	return &e->batches[(e->head + i) % PSTATE_BATCHES_MAX];
 }
 
-enum pstate_verdict pstate_check(const struct pstate *ps, const struct batch_hdr *h,
-				 struct pstate_batch *dup)
+enum pstate_verdict pstate_check(const struct pstate *ps, const struct batch_hdr *h, struct pstate_batch *dup)
 {
 	const struct pstate_entry *e = pstate_find(ps, h->producer_id);
 	int32_t last_seq = pstate_last_seq(h->base_sequence, h->last_offset_delta);
@@ -265,8 +264,7 @@ static bool pstate_keep_above(const struct pstate_entry *e, int64_t log_start)
 }
 
 /* Drops the entries keep() rejects; returns how many. */
-static int pstate_filter(struct pstate *ps, bool (*keep)(const struct pstate_entry *e, int64_t arg),
-			 int64_t arg)
+static int pstate_filter(struct pstate *ps, bool (*keep)(const struct pstate_entry *e, int64_t arg), int64_t arg)
 {
 	uint32_t before = ps->count, n = 0;
 
@@ -543,8 +541,7 @@ static int snap_read(struct pstate *ps, int dir_fd, int64_t offset)
 	return rc;
 }
 
-int pstate_snapshot_load(struct pstate *ps, int dir_fd, const char *dir, int64_t max_offset,
-			 int64_t *offset)
+int pstate_snapshot_load(struct pstate *ps, int dir_fd, const char *dir, int64_t max_offset, int64_t *offset)
 {
 	int64_t *offs;
 	int n, rc;

@@ -31,23 +31,23 @@
 #define PSTATE_SNAPSHOTS_KEPT 2 /* newest snapshot files kept per partition */
 
 struct pstate_batch {
-	int32_t first_seq;     /* baseSequence */
-	int32_t last_seq;      /* baseSequence + lastOffsetDelta (wrapping at INT32_MAX) */
-	int64_t first_offset;  /* baseOffset the log assigned */
+	int32_t first_seq;    /* baseSequence */
+	int32_t last_seq;     /* baseSequence + lastOffsetDelta (wrapping at INT32_MAX) */
+	int64_t first_offset; /* baseOffset the log assigned */
 	int64_t last_offset;
-	int64_t max_ts;        /* the batch's maxTimestamp */
+	int64_t max_ts; /* the batch's maxTimestamp */
 };
 
 struct pstate_entry {
-	int64_t producer_id;           /* -1: free slot */
+	int64_t producer_id; /* -1: free slot */
 	int16_t epoch;
-	uint8_t nbatches;              /* cached batches, 0..PSTATE_BATCHES_MAX */
-	uint8_t head;                  /* ring index of the oldest cached batch */
-	int32_t coordinator_epoch;     /* of the last transaction marker, -1 if none */
-	int64_t txn_first_offset;      /* first offset of the open transaction, -1 if none;
+	uint8_t nbatches;                                /* cached batches, 0..PSTATE_BATCHES_MAX */
+	uint8_t head;                                    /* ring index of the oldest cached batch */
+	int32_t coordinator_epoch;                       /* of the last transaction marker, -1 if none */
+	int64_t txn_first_offset;                        /* first offset of the open transaction, -1 if none;
 	                                  set on the first transactional batch, cleared by a
 	                                  control batch (transactions, coord/txn.c) */
-	int64_t last_ts;               /* max timestamp of the last batch: expiry clock */
+	int64_t last_ts;                                 /* max timestamp of the last batch: expiry clock */
 	struct pstate_batch batches[PSTATE_BATCHES_MAX]; /* ring, oldest at head */
 };
 
@@ -55,8 +55,8 @@ struct pstate {
 	struct pstate_entry *slots; /* open addressing, linear probing; owned */
 	uint32_t cap;               /* power of two, or 0 before the first producer */
 	uint32_t count;
-	int64_t snap_offset;        /* offset of the newest snapshot on disk, -1 if none */
-	bool dirty;                 /* changed since that snapshot */
+	int64_t snap_offset; /* offset of the newest snapshot on disk, -1 if none */
+	bool dirty;          /* changed since that snapshot */
 };
 
 enum pstate_verdict {
@@ -83,8 +83,7 @@ int32_t pstate_last_seq(int32_t base_seq, int32_t last_offset_delta);
  * Classifies the data batch h (producerId >= 0, not a control batch) against
  * the state.  On PSTATE_DUPLICATE, *dup (OUT) is the cached batch it repeats.
  */
-enum pstate_verdict pstate_check(const struct pstate *ps, const struct batch_hdr *h,
-				 struct pstate_batch *dup);
+enum pstate_verdict pstate_check(const struct pstate *ps, const struct batch_hdr *h, struct pstate_batch *dup);
 
 /* Makes room for n more producers, so that pstate_apply cannot fail.  0 or -ENOMEM. */
 int pstate_reserve(struct pstate *ps, uint32_t n);
@@ -129,8 +128,7 @@ void pstate_clear(struct pstate *ps);
  * (below the log start: the log from the start is then the rebuild source).
  */
 int pstate_snapshot_write(struct pstate *ps, int dir_fd, const char *dir, int64_t offset);
-int pstate_snapshot_load(struct pstate *ps, int dir_fd, const char *dir, int64_t max_offset,
-			 int64_t *offset);
+int pstate_snapshot_load(struct pstate *ps, int dir_fd, const char *dir, int64_t max_offset, int64_t *offset);
 void pstate_snapshot_delete_below(struct pstate *ps, int dir_fd, const char *dir, int64_t offset);
 
 /* Serialises / parses a snapshot image (the file's bytes).  For the file functions and tests. */

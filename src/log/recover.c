@@ -32,8 +32,7 @@ static int seg_file_size(struct seg *seg, int64_t *size)
 	return 0;
 }
 
-int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t *buf,
-		size_t cap, int64_t *truncated)
+int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t *buf, size_t cap, int64_t *truncated)
 {
 	struct seg_iter it;
 	struct batch_hdr h;
@@ -58,8 +57,8 @@ int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t
 	if (rc != -EBADMSG)
 		return rc;
 	*truncated = fsize - it.pos;
-	log_warn("log: '%s.log' position %" PRId64 ": %s, truncating %" PRId64 " bytes", seg->path,
-		 it.pos, it.why ? it.why : "corrupt", *truncated);
+	log_warn("log: '%s.log' position %" PRId64 ": %s, truncating %" PRId64 " bytes", seg->path, it.pos,
+		 it.why ? it.why : "corrupt", *truncated);
 	return seg_truncate_bytes(seg, it.pos);
 }
 
@@ -108,8 +107,7 @@ static int load_tail(struct seg *seg, int64_t fsize, int32_t interval, uint8_t *
 	return load_roll_ts(seg, fsize, buf, cap);
 }
 
-int recover_load(struct seg *seg, int32_t index_interval_bytes, uint8_t *buf, size_t cap,
-		 int64_t *truncated)
+int recover_load(struct seg *seg, int32_t index_interval_bytes, uint8_t *buf, size_t cap, int64_t *truncated)
 {
 	int64_t fsize;
 	int rc = seg_file_size(seg, &fsize);

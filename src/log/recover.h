@@ -21,8 +21,7 @@
  * Walks the whole segment (verifying CRCs if crc), rebuilds both indexes and
  * truncates an invalid tail.  OUT *truncated: bytes cut.  Returns 0 or -errno.
  */
-int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t *buf,
-		size_t cap, int64_t *truncated);
+int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t *buf, size_t cap, int64_t *truncated);
 
 /*
  * Loads a segment believed synced: falls back to recover_seg (with CRCs) if
@@ -30,7 +29,6 @@ int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t
  * simply refilled by the tail walk).  OUT *truncated as above.  Returns 0,
  * 1 if it recovered the whole segment, or -errno.
  */
-int recover_load(struct seg *seg, int32_t index_interval_bytes, uint8_t *buf, size_t cap,
-		 int64_t *truncated);
+int recover_load(struct seg *seg, int32_t index_interval_bytes, uint8_t *buf, size_t cap, int64_t *truncated);
 
 #endif

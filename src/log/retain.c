@@ -32,8 +32,7 @@ void part_advance_log_start(struct part *part, int64_t offset)
 		int rc = epochs_write(&part->epochs, part->dir_fd, part->dir);
 
 		if (rc)
-			log_warn("log: '%s': cannot write the leader epoch checkpoint: %s", part->dir,
-				 strerror(-rc));
+			log_warn("log: '%s': cannot write the leader epoch checkpoint: %s", part->dir, strerror(-rc));
 	}
 }
 
@@ -48,8 +47,8 @@ void part_drop_head(struct part *part, int n)
 		memmove(part->segs, part->segs + 1, (size_t)(part->nsegs - 1) * sizeof(*part->segs));
 		part->nsegs--;
 		pthread_mutex_unlock(&part->mu);
-		log_info("log: '%s': deleting segment %" PRId64 " (%" PRId64 " bytes)", part->dir,
-			 seg->base_offset, seg->size);
+		log_info("log: '%s': deleting segment %" PRId64 " (%" PRId64 " bytes)", part->dir, seg->base_offset,
+			 seg->size);
 		seg_unlink(seg);
 		seg_close(seg);
 	}

@@ -27,8 +27,7 @@ static int seg_file_open(const struct seg *seg, const char *ext, bool create, in
 	return *fd < 0 ? -errno : 0;
 }
 
-int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_bytes,
-	     struct seg **out)
+int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_bytes, struct seg **out)
 {
 	struct seg *seg = calloc(1, sizeof(*seg));
 	char path[4096];
@@ -75,7 +74,8 @@ void seg_close(struct seg *seg)
 	timeidx_close(&seg->ti);
 	offidx_close(&seg->oi);
 	fdref_put(seg->log);
-	free(seg->path); seg->path = NULL;
+	free(seg->path);
+	seg->path = NULL;
 	free(seg);
 }
 
@@ -94,12 +94,10 @@ void seg_unlink(struct seg *seg)
 void seg_seal(struct seg *seg)
 {
 	if (seg->max_ts >= 0)
-		timeidx_maybe_append(&seg->ti, seg->max_ts,
-				     (int32_t)(seg->max_ts_offset - seg->base_offset));
+		timeidx_maybe_append(&seg->ti, seg->max_ts, (int32_t)(seg->max_ts_offset - seg->base_offset));
 }
 
-void seg_index_batch(struct seg *seg, const struct batch_hdr *h, int64_t pos,
-		     int32_t index_interval_bytes)
+void seg_index_batch(struct seg *seg, const struct batch_hdr *h, int64_t pos, int32_t index_interval_bytes)
 {
 	int64_t last = records_last_offset(h);
 	int rc = 0;
@@ -118,14 +116,12 @@ void seg_index_batch(struct seg *seg, const struct batch_hdr *h, int64_t pos,
 		seg->bytes_since_index = 0;
 	}
 	if (rc)
-		log_warn("log: index write for '%s' failed: %s (rebuilt at next start)", seg->path,
-			 strerror(-rc));
+		log_warn("log: index write for '%s' failed: %s (rebuilt at next start)", seg->path, strerror(-rc));
 	seg->bytes_since_index += h->size;
 	seg->next_offset = last + 1;
 }
 
-int seg_append(struct seg *seg, const uint8_t *blob, size_t len, int32_t index_interval_bytes,
-	       int64_t now_ms)
+int seg_append(struct seg *seg, const uint8_t *blob, size_t len, int32_t index_interval_bytes, int64_t now_ms)
 {
 	int64_t pos = seg->size;
 	ssize_t n = seg_pwrite_fn(seg->log->fd, blob, len, (off_t)pos);
@@ -153,8 +149,7 @@ int seg_append(struct seg *seg, const uint8_t *blob, size_t len, int32_t index_i
 	return 0;
 }
 
-void seg_iter_init(struct seg_iter *it, struct seg *seg, int64_t pos, int64_t end, bool crc,
-		   uint8_t *buf, size_t cap)
+void seg_iter_init(struct seg_iter *it, struct seg *seg, int64_t pos, int64_t end, bool crc, uint8_t *buf, size_t cap)
 {
 	it->seg = seg;
 	it->pos = pos;
@@ -260,8 +255,7 @@ int seg_iter_next(struct seg_iter *it, struct batch_hdr *h)
 	return 1;
 }
 
-int seg_find(struct seg *seg, int64_t offset, struct seg_iter *it, struct batch_hdr *h,
-	     uint8_t *buf, size_t cap)
+int seg_find(struct seg *seg, int64_t offset, struct seg_iter *it, struct batch_hdr *h, uint8_t *buf, size_t cap)
 {
 	int64_t rel = offset - seg->base_offset;
 	int32_t pos = offidx_lookup(&seg->oi, rel < 0 ? 0 : rel > INT32_MAX ? INT32_MAX : (int32_t)rel);

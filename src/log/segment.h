@@ -40,7 +40,7 @@ struct seg {
 	struct fdref *log;         /* the .log file */
 	struct offidx oi;
 	struct timeidx ti;
-	char *path;                /* "<dir>/<20 digits>" without extension */
+	char *path; /* "<dir>/<20 digits>" without extension */
 };
 
 /* Test hook: the write used for appends (fault injection of ENOSPC, EIO, short writes). */
@@ -51,8 +51,7 @@ extern ssize_t (*seg_pwrite_fn)(int fd, const void *buf, size_t n, off_t pos);
  * empties) its files.  Index entries are loaded but not checked (see
  * recover.c).  *out is freed with seg_close().
  */
-int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_bytes,
-	     struct seg **out);
+int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_bytes, struct seg **out);
 /* Truncates the index files to their entries, drops the file references, frees seg. */
 void seg_close(struct seg *seg);
 /* Unlinks the three files (open references keep the data readable). */
@@ -66,12 +65,10 @@ void seg_seal(struct seg *seg);
  * the file is truncated back and -errno (-ENOSPC for short) returned: nothing
  * is left appended.  Index write failures are logged, not returned.
  */
-int seg_append(struct seg *seg, const uint8_t *blob, size_t len, int32_t index_interval_bytes,
-	       int64_t now_ms);
+int seg_append(struct seg *seg, const uint8_t *blob, size_t len, int32_t index_interval_bytes, int64_t now_ms);
 
 /* Updates indexes and in-memory stats for one batch h at pos (append and rebuild). */
-void seg_index_batch(struct seg *seg, const struct batch_hdr *h, int64_t pos,
-		     int32_t index_interval_bytes);
+void seg_index_batch(struct seg *seg, const struct batch_hdr *h, int64_t pos, int32_t index_interval_bytes);
 
 /* First window read of an iterator (see iter_window in segment.c). */
 #define SEG_ITER_FIRST_READ 4096
@@ -79,20 +76,19 @@ void seg_index_batch(struct seg *seg, const struct batch_hdr *h, int64_t pos,
 /* Walks batch headers of a segment file from a position. */
 struct seg_iter {
 	struct seg *seg;
-	int64_t pos;         /* position of the next batch */
-	int64_t end;         /* stop here */
-	int64_t min_offset;  /* the next batch's base offset must be >= this */
-	bool crc;            /* verify each batch's CRC (reads the whole batch) */
-	const char *why;     /* what was wrong when -EBADMSG is returned */
-	uint8_t *buf;        /* window, caller-provided */
+	int64_t pos;        /* position of the next batch */
+	int64_t end;        /* stop here */
+	int64_t min_offset; /* the next batch's base offset must be >= this */
+	bool crc;           /* verify each batch's CRC (reads the whole batch) */
+	const char *why;    /* what was wrong when -EBADMSG is returned */
+	uint8_t *buf;       /* window, caller-provided */
 	size_t cap;
 	int64_t win_pos;
 	size_t win_len;
-	size_t win_want;     /* next read size: starts small, doubles up to cap */
+	size_t win_want; /* next read size: starts small, doubles up to cap */
 };
 
-void seg_iter_init(struct seg_iter *it, struct seg *seg, int64_t pos, int64_t end, bool crc,
-		   uint8_t *buf, size_t cap);
+void seg_iter_init(struct seg_iter *it, struct seg *seg, int64_t pos, int64_t end, bool crc, uint8_t *buf, size_t cap);
 /*
  * Reads the batch header at it->pos into *h.  Returns 1 (it->pos still at the
  * batch; call seg_iter_skip to pass it), 0 at it->end, -EBADMSG for a torn or
@@ -110,8 +106,7 @@ static inline void seg_iter_skip(struct seg_iter *it, const struct batch_hdr *h)
  * offset index).  Returns 1 with the iterator positioned on it and *h set,
  * 0 if the segment has no such batch, or -errno / -EBADMSG.
  */
-int seg_find(struct seg *seg, int64_t offset, struct seg_iter *it, struct batch_hdr *h,
-	     uint8_t *buf, size_t cap);
+int seg_find(struct seg *seg, int64_t offset, struct seg_iter *it, struct batch_hdr *h, uint8_t *buf, size_t cap);
 
 /* Truncates the .log file to pos (recovery of a torn tail). */
 int seg_truncate_bytes(struct seg *seg, int64_t pos);

@@ -11,8 +11,7 @@ static void timeidx_decode(void *ent, const uint8_t *raw)
 
 int timeidx_open(struct timeidx *ti, const char *path, int32_t max_n, bool trunc)
 {
-	return idxfile_open(&ti->f, path, max_n, trunc, sizeof(struct timeidx_ent), TIMEIDX_ENTRY_SIZE,
-			    timeidx_decode);
+	return idxfile_open(&ti->f, path, max_n, trunc, sizeof(struct timeidx_ent), TIMEIDX_ENTRY_SIZE, timeidx_decode);
 }
 
 void timeidx_close(struct timeidx *ti)

@@ -30,7 +30,7 @@ struct timeidx_ent {
 };
 
 struct timeidx {
-	struct idxfile f;       /* the .timeindex file; f.e holds struct timeidx_ent, ascending */
+	struct idxfile f; /* the .timeindex file; f.e holds struct timeidx_ent, ascending */
 };
 
 int timeidx_open(struct timeidx *ti, const char *path, int32_t max_n, bool trunc);
@@ -41,8 +41,14 @@ bool timeidx_valid(const struct timeidx *ti, int64_t max_rel);
 int timeidx_maybe_append(struct timeidx *ti, int64_t ts, int32_t rel);
 /* Offset of the last entry with ts <= target, -1 if none. */
 int32_t timeidx_lookup(const struct timeidx *ti, int64_t ts);
-static inline int timeidx_reset(struct timeidx *ti) { return idxfile_reset(&ti->f); }
-static inline bool timeidx_full(const struct timeidx *ti) { return idxfile_full(&ti->f); }
+static inline int timeidx_reset(struct timeidx *ti)
+{
+	return idxfile_reset(&ti->f);
+}
+static inline bool timeidx_full(const struct timeidx *ti)
+{
+	return idxfile_full(&ti->f);
+}
 /* Entry i, 0 <= i < ti->f.n. */
 static inline const struct timeidx_ent *timeidx_ent(const struct timeidx *ti, int32_t i)
 {

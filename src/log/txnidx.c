@@ -32,7 +32,8 @@ void txnidx_init(struct txnidx *ti)
 
 void txnidx_release(struct txnidx *ti)
 {
-	free(ti->v); ti->v = NULL;
+	free(ti->v);
+	ti->v = NULL;
 	ti->n = ti->cap = 0;
 }
 

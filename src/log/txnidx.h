@@ -50,12 +50,12 @@ struct part;
 struct txnidx_entry {
 	int64_t producer_id;
 	int64_t first_offset;
-	int64_t last_offset;        /* the ABORT marker */
+	int64_t last_offset; /* the ABORT marker */
 	int64_t last_stable_offset;
 };
 
 struct txnidx {
-	struct txnidx_entry *v;     /* owned, sorted by last_offset */
+	struct txnidx_entry *v; /* owned, sorted by last_offset */
 	int n, cap;
 };
 

@@ -42,7 +42,7 @@ struct conn_slot {
 	enum slot_state state;
 	struct wr w;
 	struct send_pos pos;
-	int32_t req_bytes;  /* request frame bytes counted in conn_queued_bytes */
+	int32_t req_bytes; /* request frame bytes counted in conn_queued_bytes */
 };
 
 struct conn {
@@ -54,31 +54,37 @@ struct conn {
 	uint64_t id;
 	char peer[64];
 	void *user;
-	uint8_t *rbuf;      /* CONN_RBUF_BYTES */
+	uint8_t *rbuf; /* CONN_RBUF_BYTES */
 	size_t rlen;
-	uint8_t *frame;     /* a large frame being read into its own buffer */
+	uint8_t *frame; /* a large frame being read into its own buffer */
 	int32_t frame_len, frame_got;
 	struct conn_slot *head, *tail;
 	int nslots;
-	int64_t out_bytes;  /* bytes of READY responses not yet written */
-	bool parsing;       /* conn_parse() is on the stack */
+	int64_t out_bytes; /* bytes of READY responses not yet written */
+	bool parsing;      /* conn_parse() is on the stack */
 	struct conn *reap_next;
 	struct conn *live_prev, *live_next; /* open connections */
-	struct conn *wait_next; /* on conn_waiting (holds a reference) */
+	struct conn *wait_next;             /* on conn_waiting (holds a reference) */
 	bool waiting;
-	int32_t want_len;       /* a large frame waiting for queued.max.request.bytes room */
-	int64_t active_ms;  /* clock_mono_ms() of the last I/O or finished request */
+	int32_t want_len;  /* a large frame waiting for queued.max.request.bytes room */
+	int64_t active_ms; /* clock_mono_ms() of the last I/O or finished request */
 };
 
 static struct conn *conn_reap_list;
 static struct conn *conn_live;
 static uint64_t conn_next_id = 1;
-static int64_t conn_queued_bytes;      /* request frames being read or processed */
-static int64_t conn_queued_max = -1;   /* queued.max.request.bytes, -1 = none */
-static struct conn *conn_waiting;      /* stopped reading because of the limit */
+static int64_t conn_queued_bytes;    /* request frames being read or processed */
+static int64_t conn_queued_max = -1; /* queued.max.request.bytes, -1 = none */
+static struct conn *conn_waiting;    /* stopped reading because of the limit */
 
-void conn_set_queued_max(int64_t bytes) { conn_queued_max = bytes; }
-int64_t conn_queued(void) { return conn_queued_bytes; }
+void conn_set_queued_max(int64_t bytes)
+{
+	conn_queued_max = bytes;
+}
+int64_t conn_queued(void)
+{
+	return conn_queued_bytes;
+}
 
 static bool conn_global_full(void)
 {
@@ -249,11 +255,26 @@ void conn_reap(void)
 	}
 }
 
-bool conn_is_closed(const struct conn *c) { return c->closed; }
-const char *conn_peer(const struct conn *c) { return c->peer; }
-void *conn_user(const struct conn *c) { return c->user; }
-void conn_set_user(struct conn *c, void *user) { c->user = user; }
-uint64_t conn_id(const struct conn *c) { return c->id; }
+bool conn_is_closed(const struct conn *c)
+{
+	return c->closed;
+}
+const char *conn_peer(const struct conn *c)
+{
+	return c->peer;
+}
+void *conn_user(const struct conn *c)
+{
+	return c->user;
+}
+void conn_set_user(struct conn *c, void *user)
+{
+	c->user = user;
+}
+uint64_t conn_id(const struct conn *c)
+{
+	return c->id;
+}
 
 void conn_close(struct conn *c, const char *why)
 {

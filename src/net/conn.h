@@ -39,9 +39,9 @@ typedef void conn_request_fn(struct conn *c, struct conn_slot *slot, uint8_t *fr
 typedef void conn_closed_fn(struct conn *c);
 
 struct conn_cfg {
-	int32_t frame_bytes_max;   /* socket.request.max.bytes */
-	int64_t out_bytes_max;     /* responses queued before reading pauses */
-	int64_t idle_ms_max;       /* connections.max.idle.ms: conn_close_idle(); <= 0 never */
+	int32_t frame_bytes_max; /* socket.request.max.bytes */
+	int64_t out_bytes_max;   /* responses queued before reading pauses */
+	int64_t idle_ms_max;     /* connections.max.idle.ms: conn_close_idle(); <= 0 never */
 	conn_request_fn *on_request;
 	conn_closed_fn *on_closed; /* may be NULL */
 };

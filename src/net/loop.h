@@ -41,7 +41,10 @@ void loop_timer_init(struct loop_timer *t, loop_timer_fn *fn);
 /* Arms (or re-arms) t to fire once at due_ms. */
 void loop_timer_set(struct loop *loop, struct loop_timer *t, int64_t due_ms);
 void loop_timer_cancel(struct loop *loop, struct loop_timer *t);
-static inline bool loop_timer_armed(const struct loop_timer *t) { return t->idx >= 0; }
+static inline bool loop_timer_armed(const struct loop_timer *t)
+{
+	return t->idx >= 0;
+}
 
 /* fn(arg) runs in the loop thread after any loop_wake() call. */
 void loop_on_wake(struct loop *loop, loop_wake_fn *fn, void *arg);

@@ -35,7 +35,7 @@ static void header_skip_tags(struct rd *r)
 	uint32_t ntag = rd_uvarint(r);
 
 	for (uint32_t k = 0; k < ntag && !r->err; k++) {
-		rd_uvarint(r);            /* tag */
+		rd_uvarint(r);             /* tag */
 		rd_skip(r, rd_uvarint(r)); /* size, data */
 	}
 }
@@ -52,8 +52,7 @@ int header_decode(struct rd *r, struct req_header *h)
 	return r->err ? -EBADMSG : 0;
 }
 
-size_t header_write_response(struct wr *w, int16_t api_key, int16_t api_version,
-			     int32_t correlation_id)
+size_t header_write_response(struct wr *w, int16_t api_key, int16_t api_version, int32_t correlation_id)
 {
 	size_t at = wr_i32(w, 0);
 
@@ -63,8 +62,8 @@ size_t header_write_response(struct wr *w, int16_t api_key, int16_t api_version,
 	return at;
 }
 
-size_t header_write_request(struct wr *w, int16_t api_key, int16_t api_version,
-			    int32_t correlation_id, struct kstr client_id)
+size_t header_write_request(struct wr *w, int16_t api_key, int16_t api_version, int32_t correlation_id,
+			    struct kstr client_id)
 {
 	size_t at = wr_i32(w, 0);
 

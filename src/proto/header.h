@@ -47,15 +47,14 @@ int header_decode(struct rd *r, struct req_header *h);
  * section.  Returns the offset of the size placeholder; after the body,
  * patch it with wr_patch_i32(w, at, (int32_t)(wr_total(w) - at - 4)).
  */
-size_t header_write_response(struct wr *w, int16_t api_key, int16_t api_version,
-			     int32_t correlation_id);
+size_t header_write_response(struct wr *w, int16_t api_key, int16_t api_version, int32_t correlation_id);
 
 /*
  * Writes a request header (for test clients and tools): size placeholder,
  * api_key, api_version, correlation_id, client_id, and an empty tagged-field
  * section for flexible versions.  Returns the offset of the size placeholder.
  */
-size_t header_write_request(struct wr *w, int16_t api_key, int16_t api_version,
-			    int32_t correlation_id, struct kstr client_id);
+size_t header_write_request(struct wr *w, int16_t api_key, int16_t api_version, int32_t correlation_id,
+			    struct kstr client_id);
 
 #endif

@@ -186,8 +186,8 @@ static void record_write(struct wr *w, int32_t offset_delta, const struct rec_kv
 		      bytes_len_size(kv->value_len) + varint_size(0);
 
 	wr_varint(w, (int32_t)body);
-	wr_i8(w, 0);        /* attributes */
-	wr_varlong(w, 0);   /* timestampDelta */
+	wr_i8(w, 0);      /* attributes */
+	wr_varlong(w, 0); /* timestampDelta */
 	wr_varint(w, offset_delta);
 	wr_varint(w, kv->key_len);
 	if (kv->key_len > 0)
@@ -195,7 +195,7 @@ static void record_write(struct wr *w, int32_t offset_delta, const struct rec_kv
 	wr_varint(w, kv->value_len);
 	if (kv->value_len > 0)
 		wr_raw(w, kv->value, (size_t)kv->value_len);
-	wr_varint(w, 0);    /* headers */
+	wr_varint(w, 0); /* headers */
 }
 
 static int batch_write(struct wr *w, const struct batch_spec *s, const struct rec_kv *recs, int n)
@@ -205,9 +205,9 @@ static int batch_write(struct wr *w, const struct batch_spec *s, const struct re
 
 	wr_i64(w, s->base_offset);
 	len_at = wr_i32(w, 0);
-	wr_i32(w, -1);      /* partitionLeaderEpoch: set by the log */
+	wr_i32(w, -1); /* partitionLeaderEpoch: set by the log */
 	wr_i8(w, 2);
-	wr_u32(w, 0);       /* crc, patched below */
+	wr_u32(w, 0); /* crc, patched below */
 	wr_i16(w, s->attributes);
 	wr_i32(w, n - 1);
 	wr_i64(w, s->ts_ms);
@@ -226,8 +226,7 @@ static int batch_write(struct wr *w, const struct batch_spec *s, const struct re
 	return 0;
 }
 
-int records_build(struct wr *w, int64_t base_offset, int64_t ts_ms, const struct rec_kv *recs,
-		  int n)
+int records_build(struct wr *w, int64_t base_offset, int64_t ts_ms, const struct rec_kv *recs, int n)
 {
 	struct batch_spec s = { base_offset, 0, ts_ms, -1, -1, -1 };
 
@@ -250,20 +249,20 @@ int records_build_txn(struct wr *w, int64_t ts_ms, int64_t producer_id, int16_t 
 int records_build_control(struct wr *w, int64_t producer_id, int16_t producer_epoch, bool commit,
 			  int32_t coordinator_epoch, int64_t ts_ms)
 {
-	struct batch_spec s = { 0, RECORDS_ATTR_TRANSACTIONAL | RECORDS_ATTR_CONTROL, ts_ms,
-				producer_id, producer_epoch, -1 };
+	struct batch_spec s = {
+		0, RECORDS_ATTR_TRANSACTIONAL | RECORDS_ATTR_CONTROL, ts_ms, producer_id, producer_epoch, -1
+	};
 	uint8_t key[4], value[6];
 	struct rec_kv kv = { key, sizeof(key), value, sizeof(value) };
 
-	be_put(key, 0, 2);                       /* version */
-	be_put(key + 2, commit ? 1 : 0, 2);      /* type: 0 abort, 1 commit */
-	be_put(value, 0, 2);                     /* version */
+	be_put(key, 0, 2);                  /* version */
+	be_put(key + 2, commit ? 1 : 0, 2); /* type: 0 abort, 1 commit */
+	be_put(value, 0, 2);                /* version */
 	be_put(value + 2, (uint32_t)coordinator_epoch, 4);
 	return batch_write(w, &s, &kv, 1);
 }
 
-int records_control_parse(const uint8_t *p, const struct batch_hdr *h, bool *commit,
-			  int32_t *coordinator_epoch)
+int records_control_parse(const uint8_t *p, const struct batch_hdr *h, bool *commit, int32_t *coordinator_epoch)
 {
 	struct rd r;
 	struct bytes key, value;
@@ -272,10 +271,10 @@ int records_control_parse(const uint8_t *p, const struct batch_hdr *h, bool *com
 	if (!records_is_control(h) || h->record_count < 1)
 		return -EBADMSG;
 	rd_init(&r, p + RECORDS_HDR_SIZE, (size_t)h->size - RECORDS_HDR_SIZE);
-	rd_varint(&r);      /* length */
-	rd_i8(&r);          /* attributes */
-	rd_varlong(&r);     /* timestampDelta */
-	rd_varint(&r);      /* offsetDelta */
+	rd_varint(&r);  /* length */
+	rd_i8(&r);      /* attributes */
+	rd_varlong(&r); /* timestampDelta */
+	rd_varint(&r);  /* offsetDelta */
 	klen = rd_varint(&r);
 	if (klen < 4 || !rd_view(&r, (size_t)klen, &key))
 		return -EBADMSG;
@@ -291,8 +290,8 @@ int records_control_parse(const uint8_t *p, const struct batch_hdr *h, bool *com
 }
 
 /* Finds the first record with timestamp >= ts in n uncompressed records. */
-static int records_scan_time(const struct batch_hdr *h, const uint8_t *p, size_t len, int64_t ts,
-			     int64_t *offset_out, int64_t *ts_out)
+static int records_scan_time(const struct batch_hdr *h, const uint8_t *p, size_t len, int64_t ts, int64_t *offset_out,
+			     int64_t *ts_out)
 {
 	struct rd r;
 
@@ -319,8 +318,7 @@ static int records_scan_time(const struct batch_hdr *h, const uint8_t *p, size_t
 	return r.err ? -EBADMSG : 0;
 }
 
-int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, int64_t *offset_out,
-		      int64_t *ts_out)
+int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, int64_t *offset_out, int64_t *ts_out)
 {
 	int codec = h->attributes & RECORDS_ATTR_CODEC_MASK;
 	const uint8_t *body = p + RECORDS_HDR_SIZE;

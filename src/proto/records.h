@@ -40,11 +40,11 @@
 
 #include "util/buf.h"
 
-#define RECORDS_HDR_SIZE 61      /* whole v2 batch header */
-#define RECORDS_LOG_OVERHEAD 12  /* baseOffset + batchLength */
+#define RECORDS_HDR_SIZE 61     /* whole v2 batch header */
+#define RECORDS_LOG_OVERHEAD 12 /* baseOffset + batchLength */
 #define RECORDS_MAGIC_OFF 16
 #define RECORDS_CRC_OFF 17
-#define RECORDS_ATTR_OFF 21      /* the CRC covers from here to the end */
+#define RECORDS_ATTR_OFF 21 /* the CRC covers from here to the end */
 #define RECORDS_MIN_BATCH_LENGTH (RECORDS_HDR_SIZE - RECORDS_LOG_OVERHEAD)
 
 #define RECORDS_ATTR_CODEC_MASK 0x07
@@ -54,8 +54,8 @@
 
 struct batch_hdr {
 	int64_t base_offset;
-	int32_t batch_length;      /* bytes after the batchLength field */
-	int32_t leader_epoch;      /* partitionLeaderEpoch */
+	int32_t batch_length; /* bytes after the batchLength field */
+	int32_t leader_epoch; /* partitionLeaderEpoch */
 	int8_t magic;
 	uint32_t crc;
 	int16_t attributes;
@@ -66,7 +66,7 @@ struct batch_hdr {
 	int16_t producer_epoch;
 	int32_t base_sequence;
 	int32_t record_count;
-	int64_t size;              /* whole batch in bytes: 12 + batch_length */
+	int64_t size; /* whole batch in bytes: 12 + batch_length */
 };
 
 static inline int64_t records_last_offset(const struct batch_hdr *h)
@@ -137,8 +137,7 @@ struct rec_kv {
  * base_offset.., all timestamps ts_ms, producerId -1) to w.  Returns 0 or
  * -ENOMEM / -EINVAL (n < 1).
  */
-int records_build(struct wr *w, int64_t base_offset, int64_t ts_ms, const struct rec_kv *recs,
-		  int n);
+int records_build(struct wr *w, int64_t base_offset, int64_t ts_ms, const struct rec_kv *recs, int n);
 
 /*
  * Transactions: like records_build() (baseOffset 0) but transactional, of
@@ -179,14 +178,12 @@ int records_foreach(const uint8_t *p, const struct batch_hdr *h, records_fn *fn,
  * record; a compressed batch (the broker does not decompress) answers with
  * its base offset and max timestamp.  Returns 1 found, 0 none, -EBADMSG.
  */
-int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, int64_t *offset_out,
-		      int64_t *ts_out);
+int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, int64_t *offset_out, int64_t *ts_out);
 
 /*
  * Reads the marker of a control batch (p, h from records_batch_parse):
  * OUT *commit.  Returns 0 or -EBADMSG if it is not a well-formed marker.
  */
-int records_control_parse(const uint8_t *p, const struct batch_hdr *h, bool *commit,
-			  int32_t *coordinator_epoch);
+int records_control_parse(const uint8_t *p, const struct batch_hdr *h, bool *commit, int32_t *coordinator_epoch);
 
 #endif

@@ -74,7 +74,10 @@ uint16_t rd_u16(struct rd *r)
 	return p ? (uint16_t)be_load(p, 2) : 0;
 }
 
-int16_t rd_i16(struct rd *r) { return (int16_t)rd_u16(r); }
+int16_t rd_i16(struct rd *r)
+{
+	return (int16_t)rd_u16(r);
+}
 
 uint32_t rd_u32(struct rd *r)
 {
@@ -82,7 +85,10 @@ uint32_t rd_u32(struct rd *r)
 	return p ? (uint32_t)be_load(p, 4) : 0;
 }
 
-int32_t rd_i32(struct rd *r) { return (int32_t)rd_u32(r); }
+int32_t rd_i32(struct rd *r)
+{
+	return (int32_t)rd_u32(r);
+}
 
 int64_t rd_i64(struct rd *r)
 {
@@ -99,7 +105,10 @@ double rd_f64(struct rd *r)
 	return d;
 }
 
-bool rd_bool(struct rd *r) { return rd_i8(r) != 0; }
+bool rd_bool(struct rd *r)
+{
+	return rd_i8(r) != 0;
+}
 
 static uint64_t rd_leb(struct rd *r, int max_bytes)
 {
@@ -118,7 +127,10 @@ static uint64_t rd_leb(struct rd *r, int max_bytes)
 	return 0;
 }
 
-uint32_t rd_uvarint(struct rd *r) { return (uint32_t)rd_leb(r, 5); }
+uint32_t rd_uvarint(struct rd *r)
+{
+	return (uint32_t)rd_leb(r, 5);
+}
 
 int32_t rd_varint(struct rd *r)
 {
@@ -162,7 +174,10 @@ struct kstr rd_kstr16(struct rd *r)
 	return (struct kstr){ (const char *)b.p, r->err ? -1 : len };
 }
 
-bool rd_skip(struct rd *r, size_t n) { return rd_take(r, n) != NULL; }
+bool rd_skip(struct rd *r, size_t n)
+{
+	return rd_take(r, n) != NULL;
+}
 
 int32_t rd_count(struct rd *r, int32_t n, size_t elem_min_bytes, bool nullable)
 {
@@ -179,7 +194,10 @@ int32_t rd_count(struct rd *r, int32_t n, size_t elem_min_bytes, bool nullable)
 
 /* ---- writer ---- */
 
-void wr_init(struct wr *w) { memset(w, 0, sizeof(*w)); }
+void wr_init(struct wr *w)
+{
+	memset(w, 0, sizeof(*w));
+}
 
 void wr_release(struct wr *w)
 {
@@ -190,7 +208,10 @@ void wr_release(struct wr *w)
 	memset(w, 0, sizeof(*w));
 }
 
-void wr_reset(struct wr *w) { memset(w, 0, sizeof(*w)); }
+void wr_reset(struct wr *w)
+{
+	memset(w, 0, sizeof(*w));
+}
 
 uint8_t *wr_reserve(struct wr *w, size_t n)
 {
@@ -225,13 +246,34 @@ static size_t wr_be(struct wr *w, uint64_t v, int n)
 	return at;
 }
 
-size_t wr_i8(struct wr *w, int8_t v) { return wr_be(w, (uint8_t)v, 1); }
-size_t wr_i16(struct wr *w, int16_t v) { return wr_be(w, (uint16_t)v, 2); }
-size_t wr_u16(struct wr *w, uint16_t v) { return wr_be(w, v, 2); }
-size_t wr_i32(struct wr *w, int32_t v) { return wr_be(w, (uint32_t)v, 4); }
-size_t wr_u32(struct wr *w, uint32_t v) { return wr_be(w, v, 4); }
-size_t wr_i64(struct wr *w, int64_t v) { return wr_be(w, (uint64_t)v, 8); }
-size_t wr_bool(struct wr *w, bool v) { return wr_be(w, v ? 1 : 0, 1); }
+size_t wr_i8(struct wr *w, int8_t v)
+{
+	return wr_be(w, (uint8_t)v, 1);
+}
+size_t wr_i16(struct wr *w, int16_t v)
+{
+	return wr_be(w, (uint16_t)v, 2);
+}
+size_t wr_u16(struct wr *w, uint16_t v)
+{
+	return wr_be(w, v, 2);
+}
+size_t wr_i32(struct wr *w, int32_t v)
+{
+	return wr_be(w, (uint32_t)v, 4);
+}
+size_t wr_u32(struct wr *w, uint32_t v)
+{
+	return wr_be(w, v, 4);
+}
+size_t wr_i64(struct wr *w, int64_t v)
+{
+	return wr_be(w, (uint64_t)v, 8);
+}
+size_t wr_bool(struct wr *w, bool v)
+{
+	return wr_be(w, v ? 1 : 0, 1);
+}
 
 size_t wr_f64(struct wr *w, double v)
 {
@@ -258,7 +300,10 @@ static size_t wr_leb(struct wr *w, uint64_t v)
 	return at;
 }
 
-size_t wr_uvarint(struct wr *w, uint32_t v) { return wr_leb(w, v); }
+size_t wr_uvarint(struct wr *w, uint32_t v)
+{
+	return wr_leb(w, v);
+}
 
 size_t wr_varint(struct wr *w, int32_t v)
 {
@@ -270,7 +315,10 @@ size_t wr_varlong(struct wr *w, int64_t v)
 	return wr_leb(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
-size_t wr_uuid(struct wr *w, const struct kuuid *u) { return wr_raw(w, u->b, 16); }
+size_t wr_uuid(struct wr *w, const struct kuuid *u)
+{
+	return wr_raw(w, u->b, 16);
+}
 
 size_t wr_raw(struct wr *w, const void *p, size_t n)
 {
@@ -312,7 +360,10 @@ void wr_patch_u32(struct wr *w, size_t at, uint32_t v)
 		w->buf[at + (size_t)i] = (uint8_t)v;
 }
 
-void wr_patch_i32(struct wr *w, size_t at, int32_t v) { wr_patch_u32(w, at, (uint32_t)v); }
+void wr_patch_i32(struct wr *w, size_t at, int32_t v)
+{
+	wr_patch_u32(w, at, (uint32_t)v);
+}
 
 size_t uvarint_size(uint32_t v)
 {

@@ -50,7 +50,10 @@ struct rd {
 };
 
 void rd_init(struct rd *r, const void *p, size_t len);
-static inline size_t rd_left(const struct rd *r) { return (size_t)(r->end - r->p); }
+static inline size_t rd_left(const struct rd *r)
+{
+	return (size_t)(r->end - r->p);
+}
 void rd_fail(struct rd *r, int err);
 
 int8_t rd_i8(struct rd *r);
@@ -61,9 +64,9 @@ uint32_t rd_u32(struct rd *r);
 int64_t rd_i64(struct rd *r);
 double rd_f64(struct rd *r);
 bool rd_bool(struct rd *r);
-uint32_t rd_uvarint(struct rd *r);  /* unsigned LEB128, at most 5 bytes */
-int32_t rd_varint(struct rd *r);    /* zigzag */
-int64_t rd_varlong(struct rd *r);   /* zigzag, at most 10 bytes */
+uint32_t rd_uvarint(struct rd *r); /* unsigned LEB128, at most 5 bytes */
+int32_t rd_varint(struct rd *r);   /* zigzag */
+int64_t rd_varlong(struct rd *r);  /* zigzag, at most 10 bytes */
 void rd_uuid(struct rd *r, struct kuuid *out);
 bool rd_view(struct rd *r, size_t n, struct bytes *out); /* no copy */
 /* An int16-length string (-1 = null), as in Kafka's internal-topic records; a view. */
@@ -101,7 +104,10 @@ void wr_init(struct wr *w);
 void wr_release(struct wr *w);
 /* Hands the contents to the caller: w is empty afterwards. */
 void wr_reset(struct wr *w);
-static inline int64_t wr_total(const struct wr *w) { return (int64_t)w->len + w->file_bytes; }
+static inline int64_t wr_total(const struct wr *w)
+{
+	return (int64_t)w->len + w->file_bytes;
+}
 
 size_t wr_i8(struct wr *w, int8_t v);
 size_t wr_i16(struct wr *w, int16_t v);

@@ -19,4 +19,7 @@ int64_t clock_mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int64_t clock_mono_ms(void) { return clock_mono_us() / 1000; }
+int64_t clock_mono_ms(void)
+{
+	return clock_mono_us() / 1000;
+}

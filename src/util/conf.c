@@ -56,12 +56,18 @@ static bool is_str(enum conf_type type)
 const char *conf_type_name(enum conf_type type)
 {
 	switch (type) {
-	case CONF_BOOL: return "boolean";
-	case CONF_INT32: return "int";
-	case CONF_INT64: return "long";
-	case CONF_STRING: return "string";
-	case CONF_LIST: return "list";
-	case CONF_ENUM: return "enum";
+	case CONF_BOOL:
+		return "boolean";
+	case CONF_INT32:
+		return "int";
+	case CONF_INT64:
+		return "long";
+	case CONF_STRING:
+		return "string";
+	case CONF_LIST:
+		return "list";
+	case CONF_ENUM:
+		return "enum";
 	}
 	return "?";
 }
@@ -264,12 +270,23 @@ static int store_default(const struct conf_def *d, void *obj)
 
 	if (!d->dflt) {
 		switch (d->type) {
-		case CONF_INT32: *(int32_t *)f = CONF_UNSET32; break;
-		case CONF_INT64: *(int64_t *)f = CONF_UNSET64; break;
+		case CONF_INT32:
+			*(int32_t *)f = CONF_UNSET32;
+			break;
+		case CONF_INT64:
+			*(int64_t *)f = CONF_UNSET64;
+			break;
 		case CONF_STRING:
-		case CONF_LIST: free(*(char **)f); *(char **)f = NULL; break;
-		case CONF_BOOL: *(bool *)f = false; break;
-		case CONF_ENUM: *(int *)f = 0; break;
+		case CONF_LIST:
+			free(*(char **)f);
+			*(char **)f = NULL;
+			break;
+		case CONF_BOOL:
+			*(bool *)f = false;
+			break;
+		case CONF_ENUM:
+			*(int *)f = 0;
+			break;
 		}
 		return 0;
 	}
@@ -303,7 +320,8 @@ void conf_release(const struct conf_table *t, void *obj)
 		if (is_str(t->defs[i].type)) {
 			char **p = field(obj, &t->defs[i]);
 
-			free(*p); *p = NULL;
+			free(*p);
+			*p = NULL;
 		}
 }
 
@@ -313,10 +331,11 @@ int conf_copy(const struct conf_table *t, void *dst, const void *src)
 
 	for (size_t i = 0; i < t->ndefs; i++) {
 		const struct conf_def *d = &t->defs[i];
-		size_t sz = d->type == CONF_BOOL ? sizeof(bool)
-			  : d->type == CONF_INT32 ? sizeof(int32_t)
-			  : d->type == CONF_INT64 ? sizeof(int64_t)
-			  : d->type == CONF_ENUM ? sizeof(int) : sizeof(char *);
+		size_t sz = d->type == CONF_BOOL    ? sizeof(bool)
+			    : d->type == CONF_INT32 ? sizeof(int32_t)
+			    : d->type == CONF_INT64 ? sizeof(int64_t)
+			    : d->type == CONF_ENUM  ? sizeof(int)
+						    : sizeof(char *);
 
 		if (is_str(d->type)) {
 			const char *s = *(char *const *)cfield(src, d);
@@ -333,8 +352,7 @@ int conf_copy(const struct conf_table *t, void *dst, const void *src)
 	return 0;
 }
 
-int conf_set(const struct conf_table *t, void *obj, const char *key, const char *value,
-	     char *err, size_t errlen)
+int conf_set(const struct conf_table *t, void *obj, const char *key, const char *value, char *err, size_t errlen)
 {
 	int i = conf_index(t, key);
 	bool *set = set_flags(t, obj);
@@ -351,7 +369,8 @@ int conf_set(const struct conf_table *t, void *obj, const char *key, const char 
 	rc = store(&t->defs[i], obj, v, err, errlen);
 	if (!rc && set)
 		set[i] = true;
-	free(v); v = NULL;
+	free(v);
+	v = NULL;
 	return rc;
 }
 
@@ -381,7 +400,8 @@ int conf_apply(const struct conf_table *t, void *obj, const char *kv, char *err,
 	if (!key)
 		return -ENOMEM;
 	rc = conf_set(t, obj, key, eq + 1, err, errlen);
-	free(key); key = NULL;
+	free(key);
+	key = NULL;
 	return rc;
 }
 
@@ -421,10 +441,18 @@ static char *unescape(const char *p, size_t n)
 		}
 		c = *p++;
 		switch (c) {
-		case 't': *w++ = '\t'; break;
-		case 'n': *w++ = '\n'; break;
-		case 'r': *w++ = '\r'; break;
-		case 'f': *w++ = '\f'; break;
+		case 't':
+			*w++ = '\t';
+			break;
+		case 'n':
+			*w++ = '\n';
+			break;
+		case 'r':
+			*w++ = '\r';
+			break;
+		case 'f':
+			*w++ = '\f';
+			break;
 		case 'u':
 			if (end - p >= 4 && isxdigit((unsigned char)p[0]) && isxdigit((unsigned char)p[1]) &&
 			    isxdigit((unsigned char)p[2]) && isxdigit((unsigned char)p[3])) {
@@ -436,7 +464,9 @@ static char *unescape(const char *p, size_t n)
 			}
 			/* "\u" without four hex digits is "u" */
 			__attribute__((fallthrough));
-		default: *w++ = c; break;
+		default:
+			*w++ = c;
+			break;
 		}
 	}
 	*w = '\0';
@@ -444,8 +474,7 @@ static char *unescape(const char *p, size_t n)
 }
 
 /* Splits one logical line into key and value and applies it. */
-static int load_entry(const struct conf_table *t, void *obj, const char *line, size_t n,
-		      char *err, size_t errlen)
+static int load_entry(const struct conf_table *t, void *obj, const char *line, size_t n, char *err, size_t errlen)
 {
 	size_t k = 0, v;
 	char *key = NULL, *val = NULL;
@@ -464,8 +493,10 @@ static int load_entry(const struct conf_table *t, void *obj, const char *line, s
 	val = unescape(line + v, n - v);
 	if (key && val)
 		rc = conf_set(t, obj, key, val, err, errlen);
-	free(key); key = NULL;
-	free(val); val = NULL;
+	free(key);
+	key = NULL;
+	free(val);
+	val = NULL;
 	return rc;
 }
 
@@ -486,8 +517,8 @@ static int append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
 	return 0;
 }
 
-int conf_load_text(const struct conf_table *t, void *obj, const char *text, size_t len,
-		   const char *name, char *err, size_t errlen)
+int conf_load_text(const struct conf_table *t, void *obj, const char *text, size_t len, const char *name, char *err,
+		   size_t errlen)
 {
 	const char *p = text, *end = text + len;
 	char *buf = NULL, msg[512];
@@ -523,7 +554,7 @@ int conf_load_text(const struct conf_table *t, void *obj, const char *text, size
 			snprintf(err, errlen, "%s:%d: %s", name, start_line, msg);
 			rc = -EINVAL;
 		}
-next:
+	next:
 		p = nl ? nl + 1 : end;
 	}
 	if (!rc && cont && blen) {
@@ -535,12 +566,12 @@ next:
 	}
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "%s: out of memory", name);
-	free(buf); buf = NULL;
+	free(buf);
+	buf = NULL;
 	return rc;
 }
 
-int conf_load_file(const struct conf_table *t, void *obj, const char *path, char *err,
-		   size_t errlen)
+int conf_load_file(const struct conf_table *t, void *obj, const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
 	char *text = NULL;
@@ -577,7 +608,8 @@ int conf_load_file(const struct conf_table *t, void *obj, const char *path, char
 	}
 	rc = conf_load_text(t, obj, text, len, path, err, errlen);
 out_free:
-	free(text); text = NULL;
+	free(text);
+	text = NULL;
 	fclose(f);
 	return rc;
 }

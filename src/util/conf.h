@@ -44,7 +44,7 @@ enum conf_type { CONF_BOOL, CONF_INT32, CONF_INT64, CONF_STRING, CONF_LIST, CONF
 #define CONF_UNSET64 INT64_MIN
 
 struct conf_def {
-	const char *name;   /* the key, e.g. "num.partitions" */
+	const char *name; /* the key, e.g. "num.partitions" */
 	enum conf_type type;
 	size_t offset;      /* offsetof(struct ..., field) */
 	int64_t min, max;   /* inclusive range for CONF_INT32/INT64 */
@@ -57,8 +57,8 @@ struct conf_def {
 struct conf_table {
 	const struct conf_def *defs;
 	size_t ndefs;
-	size_t set_offset;  /* offsetof a bool[ndefs] in the struct ... */
-	bool has_set;       /* ... used only when this is true */
+	size_t set_offset; /* offsetof a bool[ndefs] in the struct ... */
+	bool has_set;      /* ... used only when this is true */
 };
 
 /* Index of name in the table (exact match), or -1. */
@@ -84,8 +84,7 @@ int conf_copy(const struct conf_table *t, void *dst, const void *src);
  *            between 1 and 1000000
  *   -ENOMEM
  */
-int conf_set(const struct conf_table *t, void *obj, const char *key, const char *value,
-	     char *err, size_t errlen);
+int conf_set(const struct conf_table *t, void *obj, const char *key, const char *value, char *err, size_t errlen);
 /* Restores key's default and clears its set flag.  0 or -ENOENT/-ENOMEM. */
 int conf_unset(const struct conf_table *t, void *obj, const char *key);
 /* "key=value" (as given to --override); -EINVAL if there is no '='. */
@@ -103,11 +102,10 @@ int conf_apply(const struct conf_table *t, void *obj, const char *kv, char *err,
  * unknown key or bad value; -ENOMEM; or -errno if the file cannot be read
  * ("path: No such file or directory", -ENOENT).
  */
-int conf_load_file(const struct conf_table *t, void *obj, const char *path, char *err,
-		   size_t errlen);
+int conf_load_file(const struct conf_table *t, void *obj, const char *path, char *err, size_t errlen);
 /* Same for text already in memory; name is used in messages. */
-int conf_load_text(const struct conf_table *t, void *obj, const char *text, size_t len,
-		   const char *name, char *err, size_t errlen);
+int conf_load_text(const struct conf_table *t, void *obj, const char *text, size_t len, const char *name, char *err,
+		   size_t errlen);
 
 /*
  * Formats key's current value into buf (always NUL-terminated, truncated to

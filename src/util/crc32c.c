@@ -9,4 +9,7 @@ uint32_t crc32c_update(uint32_t crc, const void *p, size_t len)
 	return ~crc32_iscsi((unsigned char *)p, (int)len, ~crc);
 }
 
-uint32_t crc32c(const void *p, size_t len) { return crc32c_update(0, p, len); }
+uint32_t crc32c(const void *p, size_t len)
+{
+	return crc32c_update(0, p, len);
+}

@@ -14,8 +14,8 @@ static const struct {
 	const char *name;
 	unsigned bit;
 } log_cats[] = {
-	{ "net", LOGC_NET },   { "proto", LOGC_PROTO }, { "log", LOGC_LOG },
-	{ "group", LOGC_GROUP }, { "txn", LOGC_TXN },   { "broker", LOGC_BROKER },
+	{ "net", LOGC_NET },     { "proto", LOGC_PROTO }, { "log", LOGC_LOG },
+	{ "group", LOGC_GROUP }, { "txn", LOGC_TXN },     { "broker", LOGC_BROKER },
 };
 
 int log_set_debug(const char *list)
@@ -57,9 +57,8 @@ void log_emit(enum log_level lvl, const char *cat, const char *fmt, ...)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ",
-		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-		     tm.tm_sec, ts.tv_nsec / 1000000, names[lvl]);
+	n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ", tm.tm_year + 1900, tm.tm_mon + 1,
+		     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[lvl]);
 	if (cat)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "[%s] ", cat);
 	va_start(ap, fmt);

@@ -26,16 +26,23 @@ extern unsigned log_debug_mask;
 
 /* Parses "net,proto,..." or "all"; returns -EINVAL naming nothing. */
 int log_set_debug(const char *list);
-void log_emit(enum log_level lvl, const char *cat, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+void log_emit(enum log_level lvl, const char *cat, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define log_error(...) log_emit(LOG_ERROR, NULL, __VA_ARGS__)
-#define log_warn(...) do { if (log_level_cur >= LOG_WARN) log_emit(LOG_WARN, NULL, __VA_ARGS__); } while (0)
-#define log_info(...) do { if (log_level_cur >= LOG_INFO) log_emit(LOG_INFO, NULL, __VA_ARGS__); } while (0)
-#define log_debug(catbit, catname, ...)                                    \
-	do {                                                                \
-		if (log_debug_mask & (catbit))                              \
-			log_emit(LOG_DEBUG, catname, __VA_ARGS__);          \
+#define log_warn(...)                                                                                                  \
+	do {                                                                                                           \
+		if (log_level_cur >= LOG_WARN)                                                                         \
+			log_emit(LOG_WARN, NULL, __VA_ARGS__);                                                         \
+	} while (0)
+#define log_info(...)                                                                                                  \
+	do {                                                                                                           \
+		if (log_level_cur >= LOG_INFO)                                                                         \
+			log_emit(LOG_INFO, NULL, __VA_ARGS__);                                                         \
+	} while (0)
+#define log_debug(catbit, catname, ...)                                                                                \
+	do {                                                                                                           \
+		if (log_debug_mask & (catbit))                                                                         \
+			log_emit(LOG_DEBUG, catname, __VA_ARGS__);                                                     \
 	} while (0)
 
 #endif

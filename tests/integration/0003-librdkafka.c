@@ -70,8 +70,8 @@ static rd_kafka_headers_t *gen_headers(int i)
 {
 	rd_kafka_headers_t *hdrs = rd_kafka_headers_new(5);
 	char idx[16];
-	unsigned char bin[4] = { (unsigned char)(i >> 24), (unsigned char)(i >> 16),
-				 (unsigned char)(i >> 8), (unsigned char)i };
+	unsigned char bin[4] = { (unsigned char)(i >> 24), (unsigned char)(i >> 16), (unsigned char)(i >> 8),
+				 (unsigned char)i };
 
 	snprintf(idx, sizeof(idx), "%d", i);
 	rd_kafka_header_add(hdrs, "idx", -1, idx, -1);
@@ -120,8 +120,7 @@ static void create_topic(rd_kafka_t *rk)
 	ev = rd_kafka_queue_poll(q, 30000);
 	ITEST_CHECK(ev, "no CreateTopics result within 30 s");
 	ITEST_EQ_INT(rd_kafka_event_type(ev), RD_KAFKA_EVENT_CREATETOPICS_RESULT, "event type");
-	ITEST_CHECK(!rd_kafka_event_error(ev), "CreateTopics request failed: %s",
-		    rd_kafka_event_error_string(ev));
+	ITEST_CHECK(!rd_kafka_event_error(ev), "CreateTopics request failed: %s", rd_kafka_event_error_string(ev));
 	res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
 	ITEST_EQ_INT(cnt, 1, "CreateTopics result count");
 	ITEST_CHECK(!strcmp(rd_kafka_topic_result_name(res[0]), topic), "result topic %s",
@@ -173,8 +172,7 @@ static void produce_all(const char *bootstrap)
 		do {
 			err = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, klen),
 						RD_KAFKA_V_VALUE(val, vlen), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-						RD_KAFKA_V_TIMESTAMP(gen_ts(i)),
-						RD_KAFKA_V_HEADERS(gen_headers(i)),
+						RD_KAFKA_V_TIMESTAMP(gen_ts(i)), RD_KAFKA_V_HEADERS(gen_headers(i)),
 						RD_KAFKA_V_OPAQUE((void *)(intptr_t)i), RD_KAFKA_V_END);
 			if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL)
 				rd_kafka_poll(rk, 100);
@@ -201,8 +199,9 @@ static void index_offsets(void)
 		int32_t p = dr_part[i];
 
 		ITEST_CHECK(p >= 0 && p < PART_CNT, "message %d reported in partition %d", i, p);
-		ITEST_CHECK(dr_off[i] == next[p], "message %d: reported offset %" PRId64
-			    " in partition %d, want %" PRId64 " (offsets must be dense and in production order)",
+		ITEST_CHECK(dr_off[i] == next[p],
+			    "message %d: reported offset %" PRId64 " in partition %d, want %" PRId64
+			    " (offsets must be dense and in production order)",
 			    i, dr_off[i], p, next[p]);
 		next[p]++;
 	}
@@ -231,8 +230,8 @@ static void check_headers(int i, const rd_kafka_message_t *m)
 		rd_kafka_header_get_all(want, k, &wn, &wv, &wl);
 		rd_kafka_header_get_all(got, k, &gn, &gv, &gl);
 		ITEST_CHECK(!strcmp(wn, gn), "message %d header %zu name: got '%s', want '%s'", i, k, gn, wn);
-		ITEST_CHECK((wv == NULL) == (gv == NULL), "message %d header '%s': got %s value, want %s",
-			    i, wn, gv ? "non-NULL" : "NULL", wv ? "non-NULL" : "NULL");
+		ITEST_CHECK((wv == NULL) == (gv == NULL), "message %d header '%s': got %s value, want %s", i, wn,
+			    gv ? "non-NULL" : "NULL", wv ? "non-NULL" : "NULL");
 		ITEST_EQ_INT(gl, wl, "header value length");
 		ITEST_CHECK(wl == 0 || !memcmp(wv, gv, wl), "message %d header '%s' value differs", i, wn);
 	}
@@ -255,11 +254,11 @@ static void check_message(const rd_kafka_message_t *m)
 	klen = gen_key(i, key, sizeof(key));
 	vlen = gen_value(i, val, sizeof(val));
 	ITEST_CHECK(m->key_len == klen && !memcmp(m->key, key, klen),
-		    "partition %d offset %" PRId64 ": key '%.*s', want '%s'", p, m->offset,
-		    (int)m->key_len, (const char *)m->key, key);
+		    "partition %d offset %" PRId64 ": key '%.*s', want '%s'", p, m->offset, (int)m->key_len,
+		    (const char *)m->key, key);
 	ITEST_CHECK(m->len == vlen && (vlen == 0 || !memcmp(m->payload, val, vlen)),
-		    "partition %d offset %" PRId64 " (message %d): value of %zu bytes differs from the %zu produced",
-		    p, m->offset, i, m->len, vlen);
+		    "partition %d offset %" PRId64 " (message %d): value of %zu bytes differs from the %zu produced", p,
+		    m->offset, i, m->len, vlen);
 	ts = rd_kafka_message_timestamp(m, &tstype);
 	ITEST_EQ_INT(tstype, RD_KAFKA_TIMESTAMP_CREATE_TIME, "timestamp type");
 	ITEST_EQ_INT(ts, gen_ts(i), "timestamp");

@@ -75,9 +75,9 @@ static int produce(const char *bootstrap, const char *topic, long count, int npa
 
 		snprintf(val, sizeof(val), "%08ld", i);
 		while ((err = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
-						RD_KAFKA_V_PARTITION((int32_t)(i % nparts)),
-						RD_KAFKA_V_VALUE(val, 8), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-						RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+						RD_KAFKA_V_PARTITION((int32_t)(i % nparts)), RD_KAFKA_V_VALUE(val, 8),
+						RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
+		       RD_KAFKA_RESP_ERR__QUEUE_FULL)
 			rd_kafka_poll(rk, 10);
 		ITEST_CHECK(!err, "produce %ld: %s", i, rd_kafka_err2str(err));
 		rd_kafka_poll(rk, 0);
@@ -90,14 +90,13 @@ static int produce(const char *bootstrap, const char *topic, long count, int npa
 		ITEST_CHECK(itest_now_ms() < deadline, "%d messages still queued after 150 s", rd_kafka_outq_len(rk));
 	}
 	ITEST_LOG("produced %ld to %s: delivered=%" PRId64 " failed=%" PRId64 " (first error: %s) in %" PRId64 " ms",
-		  count, topic, delivered, failed, failed ? rd_kafka_err2str(first_err) : "none",
-		  itest_now_ms() - t0);
+		  count, topic, delivered, failed, failed ? rd_kafka_err2str(first_err) : "none", itest_now_ms() - t0);
 	rd_kafka_destroy(rk);
 	return failed == 0 && delivered == count ? 0 : 1;
 }
 
 struct part_seen {
-	long last;      /* last number seen in this partition */
+	long last; /* last number seen in this partition */
 	int64_t hw;
 	bool done;
 };
@@ -136,7 +135,8 @@ static int verify(const char *bootstrap, const char *topic, long count, int npar
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
 		long n;
 
-		ITEST_CHECK(itest_now_ms() < deadline, "verify %s: %d of %d partitions read in 60 s", topic, done, nparts);
+		ITEST_CHECK(itest_now_ms() < deadline, "verify %s: %d of %d partitions read in 60 s", topic, done,
+			    nparts);
 		if (!m)
 			continue;
 		ITEST_CHECK(!m->err || m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF, "consume: %s",
@@ -165,8 +165,8 @@ static int verify(const char *bootstrap, const char *topic, long count, int npar
 	}
 	for (long i = 0; i < count; i++)
 		missing += !seen[i];
-	printf("verify %s: total=%ld dups=%ld missing=%ld reordered=%ld misplaced=%ld\n", topic, total, dups,
-	       missing, reordered, misplaced);
+	printf("verify %s: total=%ld dups=%ld missing=%ld reordered=%ld misplaced=%ld\n", topic, total, dups, missing,
+	       reordered, misplaced);
 	fflush(stdout);
 	rd_kafka_topic_partition_list_destroy(tps);
 	rd_kafka_consumer_close(rk);

@@ -22,15 +22,14 @@
 #define ITEST_FAIL(...) itest_fail_at(__FILE__, __LINE__, __VA_ARGS__)
 
 /* Fails unless cond holds. */
-#define ITEST_CHECK(cond, ...)                                                 \
-	do {                                                                   \
-		if (!(cond))                                                   \
-			ITEST_FAIL(__VA_ARGS__);                               \
+#define ITEST_CHECK(cond, ...)                                                                                         \
+	do {                                                                                                           \
+		if (!(cond))                                                                                           \
+			ITEST_FAIL(__VA_ARGS__);                                                                       \
 	} while (0)
 
 /* Fails unless two integers are equal; names both sides. */
-#define ITEST_EQ_INT(got, want, what)                                          \
-	itest_eq_int(__FILE__, __LINE__, (int64_t)(got), (int64_t)(want), (what))
+#define ITEST_EQ_INT(got, want, what) itest_eq_int(__FILE__, __LINE__, (int64_t)(got), (int64_t)(want), (what))
 
 static inline void itest_fail_at(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4), noreturn));
@@ -48,8 +47,7 @@ static inline void itest_fail_at(const char *file, int line, const char *fmt, ..
 	exit(1);
 }
 
-static inline void itest_eq_int(const char *file, int line, int64_t got, int64_t want,
-				const char *what)
+static inline void itest_eq_int(const char *file, int line, int64_t got, int64_t want, const char *what)
 {
 	if (got != want)
 		itest_fail_at(file, line, "%s: got %" PRId64 ", want %" PRId64, what, got, want);
@@ -65,11 +63,11 @@ static inline int64_t itest_now_ms(void)
 }
 
 /* Timestamped progress line on stdout. */
-#define ITEST_LOG(...)                                                         \
-	do {                                                                   \
-		printf("[itest] " __VA_ARGS__);                                \
-		putchar('\n');                                                 \
-		fflush(stdout);                                                \
+#define ITEST_LOG(...)                                                                                                 \
+	do {                                                                                                           \
+		printf("[itest] " __VA_ARGS__);                                                                        \
+		putchar('\n');                                                                                         \
+		fflush(stdout);                                                                                        \
 	} while (0)
 
 /* rd_kafka_conf_set or fail. */

@@ -7,8 +7,8 @@
 
 #include "kafka.h"
 
-const rd_kafka_ConfigResource_t *admin_describe_config(rd_kafka_t *rk, rd_kafka_ResourceType_t type,
-						       const char *name, rd_kafka_event_t **evp)
+const rd_kafka_ConfigResource_t *admin_describe_config(rd_kafka_t *rk, rd_kafka_ResourceType_t type, const char *name,
+						       rd_kafka_event_t **evp)
 {
 	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
 	rd_kafka_AdminOptions_t *ao = kafka_admin_options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
@@ -60,7 +60,8 @@ int admin_list_topics(rd_kafka_t *rk, char ***names_out)
 void admin_names_free(char **names, int n)
 {
 	for (int i = 0; i < n; i++) {
-		free(names[i]); names[i] = NULL;
+		free(names[i]);
+		names[i] = NULL;
 	}
 	free(names);
 }

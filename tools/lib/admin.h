@@ -13,8 +13,8 @@
 /* DescribeConfigs for one resource. Returns the resource (owned by *evp,
  * which the caller destroys with rd_kafka_event_destroy()); check
  * rd_kafka_ConfigResource_error() on it. */
-const rd_kafka_ConfigResource_t *admin_describe_config(rd_kafka_t *rk, rd_kafka_ResourceType_t type,
-						       const char *name, rd_kafka_event_t **evp);
+const rd_kafka_ConfigResource_t *admin_describe_config(rd_kafka_t *rk, rd_kafka_ResourceType_t type, const char *name,
+						       rd_kafka_event_t **evp);
 
 /* Sorted names of every topic in the cluster (Metadata for all topics).
  * Returns the count; *names_out is a heap array of heap strings the caller

@@ -20,8 +20,8 @@
 #include "proto/kerr.h"
 
 static int timeout_ms = KAFKA_TIMEOUT_MS_DEFAULT;
-static bool debug_on;                 /* user set `debug`: keep librdkafka's logger */
-static char bootstrap_servers[512];   /* for messages only */
+static bool debug_on;               /* user set `debug`: keep librdkafka's logger */
+static char bootstrap_servers[512]; /* for messages only */
 static pthread_mutex_t last_err_lock = PTHREAD_MUTEX_INITIALIZER;
 static char last_err[512];
 
@@ -154,8 +154,7 @@ int kafka_conf_load_file(rd_kafka_conf_t *conf, const char *path)
 
 	if (!fp) {
 		ret = -errno;
-		fprintf(stderr, "%s: cannot open properties file \"%s\": %s\n", opt_prog(), path,
-			strerror(errno));
+		fprintf(stderr, "%s: cannot open properties file \"%s\": %s\n", opt_prog(), path, strerror(errno));
 		return ret;
 	}
 	while (ret == 0 && fgets(line, sizeof(line), fp)) {
@@ -184,11 +183,9 @@ int kafka_conf_load_file(rd_kafka_conf_t *conf, const char *path)
 	return ret;
 }
 
-void kafka_conf_apply(rd_kafka_conf_t *conf, const struct opts *o, const char *file_opt,
-		      const char *prop_opt)
+void kafka_conf_apply(rd_kafka_conf_t *conf, const struct opts *o, const char *file_opt, const char *prop_opt)
 {
-	if (file_opt && opt_has(o, file_opt) &&
-	    kafka_conf_load_file(conf, opt_str(o, file_opt, NULL)) != 0)
+	if (file_opt && opt_has(o, file_opt) && kafka_conf_load_file(conf, opt_str(o, file_opt, NULL)) != 0)
 		exit(2);
 	if (!prop_opt)
 		return;

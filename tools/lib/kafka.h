@@ -52,8 +52,7 @@ int kafka_conf_load_file(rd_kafka_conf_t *conf, const char *path);
 /* Applies the options named file_opt (a properties file, last one given)
  * and then every value of prop_opt (repeatable "k=v"), either name may be
  * NULL; later settings win. Exits 2 on any error. */
-void kafka_conf_apply(rd_kafka_conf_t *conf, const struct opts *o, const char *file_opt,
-		      const char *prop_opt);
+void kafka_conf_apply(rd_kafka_conf_t *conf, const struct opts *o, const char *file_opt, const char *prop_opt);
 
 /* Creates the handle; takes ownership of conf. Exits 1 on failure. */
 rd_kafka_t *kafka_new(rd_kafka_type_t type, rd_kafka_conf_t *conf);

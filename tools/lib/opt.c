@@ -17,20 +17,20 @@
 #include <librdkafka/rdkafka.h>
 
 struct opt_val {
-	int count;           /* times given */
-	int cap;             /* capacity of vals */
-	const char **vals;   /* values in order (NULL for flags) */
+	int count;         /* times given */
+	int cap;           /* capacity of vals */
+	const char **vals; /* values in order (NULL for flags) */
 };
 
 struct opts {
 	const struct opt_cmd *cmd;
-	int n;               /* entries in cmd->defs */
-	struct opt_val *v;   /* n entries, parallel to cmd->defs */
+	int n;             /* entries in cmd->defs */
+	struct opt_val *v; /* n entries, parallel to cmd->defs */
 };
 
 static const char *prog_name = "gregor";
 
-#define USAGE_COL 41   /* description column, as joptsimple */
+#define USAGE_COL 41 /* description column, as joptsimple */
 #define USAGE_WIDTH 80
 
 const char *opt_prog(void)
@@ -95,12 +95,10 @@ static void print_usage(const struct opt_cmd *cmd, FILE *fp)
 	};
 
 	fprintf(fp, "Usage: %s [OPTIONS]\n%s\n", cmd->prog, cmd->summary);
-	fprintf(fp, "%-*s%s\n%-*s%s\n", USAGE_COL, "Option", "Description", USAGE_COL, "------",
-		"-----------");
+	fprintf(fp, "%-*s%s\n%-*s%s\n", USAGE_COL, "Option", "Description", USAGE_COL, "------", "-----------");
 	for (int i = 0; cmd->defs[i].name; i++) {
 		const struct opt_def *d = &cmd->defs[i];
-		int col = fprintf(fp, "--%s%s%s", d->name, d->metavar ? " " : "",
-				  d->metavar ? d->metavar : "");
+		int col = fprintf(fp, "--%s%s%s", d->name, d->metavar ? " " : "", d->metavar ? d->metavar : "");
 
 		print_wrapped(fp, d->help, col);
 	}
@@ -121,8 +119,7 @@ usage_fail(const struct opt_cmd *cmd, const char *fmt, va_list ap)
 	exit(2);
 }
 
-static void __attribute__((noreturn, format(printf, 2, 3)))
-cmd_fail(const struct opt_cmd *cmd, const char *fmt, ...)
+static void __attribute__((noreturn, format(printf, 2, 3))) cmd_fail(const struct opt_cmd *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -174,8 +171,7 @@ static void parse_one(struct opts *o, int argc, char **argv, int *ip)
 		exit(0);
 	}
 	if (!eq && !strcmp(name, "version")) {
-		printf("%s (Gregor) %s, librdkafka %s\n", o->cmd->prog, OPT_GREGOR_VERSION,
-		       rd_kafka_version_str());
+		printf("%s (Gregor) %s, librdkafka %s\n", o->cmd->prog, OPT_GREGOR_VERSION, rd_kafka_version_str());
 		exit(0);
 	}
 	i = def_index(o->cmd, name, len);
@@ -223,9 +219,11 @@ void opts_free(struct opts *o)
 	if (!o)
 		return;
 	for (int i = 0; i < o->n; i++) {
-		free(o->v[i].vals); o->v[i].vals = NULL;
+		free(o->v[i].vals);
+		o->v[i].vals = NULL;
 	}
-	free(o->v); o->v = NULL;
+	free(o->v);
+	o->v = NULL;
 	free(o);
 }
 
@@ -266,8 +264,8 @@ int64_t opt_int(const struct opts *o, const char *name, int64_t dflt, int64_t mi
 	errno = 0;
 	v = strtoll(s, &end, 10);
 	if (errno || end == s || *end || v < min || v > max)
-		opt_usage_error(o, "Option \"--%s\": \"%s\" is not a number in [%lld, %lld]", name, s,
-				(long long)min, (long long)max);
+		opt_usage_error(o, "Option \"--%s\": \"%s\" is not a number in [%lld, %lld]", name, s, (long long)min,
+				(long long)max);
 	return v;
 }
 

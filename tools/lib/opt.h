@@ -78,8 +78,7 @@ int64_t opt_int(const struct opts *o, const char *name, int64_t dflt, int64_t mi
 void opt_require(const struct opts *o, const char *name);
 
 /* Prints "<prog>: <formatted message>" and the usage to stderr, exits 2. */
-void opt_usage_error(const struct opts *o, const char *fmt, ...)
-	__attribute__((noreturn, format(printf, 2, 3)));
+void opt_usage_error(const struct opts *o, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 
 /* Program name of the last opts_parse() (for messages), "gregor" before. */
 const char *opt_prog(void);

@@ -45,32 +45,31 @@ static const char stock_kafka[] =
 	"group.initial.rebalance.delay.ms=0\n";
 
 /* Kafka 3.x/4.x KRaft config/(kraft/)server.properties, comments trimmed. */
-static const char stock_kraft[] =
-	"process.roles=broker,controller\n"
-	"node.id=1\n"
-	"controller.quorum.voters=1@localhost:9093\n"
-	"controller.quorum.bootstrap.servers=localhost:9093\n"
-	"listeners=PLAINTEXT://:9092,CONTROLLER://:9093\n"
-	"inter.broker.listener.name=PLAINTEXT\n"
-	"advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n"
-	"controller.listener.names=CONTROLLER\n"
-	"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL\n"
-	"num.network.threads=3\n"
-	"num.io.threads=8\n"
-	"socket.send.buffer.bytes=102400\n"
-	"socket.receive.buffer.bytes=102400\n"
-	"socket.request.max.bytes=104857600\n"
-	"log.dirs=/tmp/kraft-combined-logs\n"
-	"num.partitions=1\n"
-	"num.recovery.threads.per.data.dir=1\n"
-	"offsets.topic.replication.factor=1\n"
-	"share.coordinator.state.topic.replication.factor=1\n"
-	"share.coordinator.state.topic.min.isr=1\n"
-	"transaction.state.log.replication.factor=1\n"
-	"transaction.state.log.min.isr=1\n"
-	"log.retention.hours=168\n"
-	"log.segment.bytes=1073741824\n"
-	"log.retention.check.interval.ms=300000\n";
+static const char stock_kraft[] = "process.roles=broker,controller\n"
+				  "node.id=1\n"
+				  "controller.quorum.voters=1@localhost:9093\n"
+				  "controller.quorum.bootstrap.servers=localhost:9093\n"
+				  "listeners=PLAINTEXT://:9092,CONTROLLER://:9093\n"
+				  "inter.broker.listener.name=PLAINTEXT\n"
+				  "advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n"
+				  "controller.listener.names=CONTROLLER\n"
+				  "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL\n"
+				  "num.network.threads=3\n"
+				  "num.io.threads=8\n"
+				  "socket.send.buffer.bytes=102400\n"
+				  "socket.receive.buffer.bytes=102400\n"
+				  "socket.request.max.bytes=104857600\n"
+				  "log.dirs=/tmp/kraft-combined-logs\n"
+				  "num.partitions=1\n"
+				  "num.recovery.threads.per.data.dir=1\n"
+				  "offsets.topic.replication.factor=1\n"
+				  "share.coordinator.state.topic.replication.factor=1\n"
+				  "share.coordinator.state.topic.min.isr=1\n"
+				  "transaction.state.log.replication.factor=1\n"
+				  "transaction.state.log.min.isr=1\n"
+				  "log.retention.hours=168\n"
+				  "log.segment.bytes=1073741824\n"
+				  "log.retention.check.interval.ms=300000\n";
 
 static char tmpdir[64];
 
@@ -237,7 +236,8 @@ static void test_stock_files(void **state)
 	assert_int_equal(cfg.node_id, 1);
 	assert_int_equal(cfg.broker_id, 1);
 	assert_string_equal(cfg.listeners, "PLAINTEXT://:9092,CONTROLLER://:9093");
-	assert_string_equal(config_advertised_listeners(&cfg), "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093");
+	assert_string_equal(config_advertised_listeners(&cfg),
+			    "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093");
 	config_release(&cfg);
 }
 
@@ -595,8 +595,8 @@ static void test_topic_save_load(void **state)
 	assert_int_equal(topic_cfg_load(&t, path, err, sizeof(err)), -ENOENT);
 	assert_int_equal(topic_cfg_set(&t, "retention.ms", "12345", err, sizeof(err)), 0);
 	assert_int_equal(topic_cfg_set(&t, "cleanup.policy", "compact", err, sizeof(err)), 0);
-	assert_int_equal(topic_cfg_set(&t, "leader.replication.throttled.replicas", " 0:1 , 1:1 ", err,
-					 sizeof(err)), 0);
+	assert_int_equal(topic_cfg_set(&t, "leader.replication.throttled.replicas", " 0:1 , 1:1 ", err, sizeof(err)),
+			 0);
 	assert_int_equal(topic_cfg_set(&t, "message.format.version", " a\\b\n c ", err, sizeof(err)), 0);
 	assert_string_equal(t.message_format_version, "a\\b\n c");
 	assert_int_equal(topic_cfg_save(&t, path), 0);

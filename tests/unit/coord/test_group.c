@@ -57,8 +57,12 @@ struct fx {
 
 static const struct group_coord_ops ops = { on_join, on_sync };
 static const struct group_coord_cfg cfg = {
-	.initial_rebalance_delay_ms = 0, .min_session_timeout_ms = 10, .max_session_timeout_ms = 600000,
-	.max_size = 100, .offsets_retention_ms = 86400000, .retention_check_interval_ms = 600000,
+	.initial_rebalance_delay_ms = 0,
+	.min_session_timeout_ms = 10,
+	.max_session_timeout_ms = 600000,
+	.max_size = 100,
+	.offsets_retention_ms = 86400000,
+	.retention_check_interval_ms = 600000,
 };
 
 static void fx_open(struct fx *fx)
@@ -104,14 +108,20 @@ static int fx_teardown(void **state)
 	return 0;
 }
 
-static void join(struct fx *fx, const char *group, const char *member, const char *instance, struct answer *a,
-		 bool v4)
+static void join(struct fx *fx, const char *group, const char *member, const char *instance, struct answer *a, bool v4)
 {
 	struct group_protocol_arg proto = { KSTR("range"), { (const uint8_t *)"sub", 3 } };
 	struct group_join_args args = {
-		.group_id = kstr_c(group), .member_id = kstr_c(member), .group_instance_id = kstr_c(instance),
-		.protocol_type = KSTR("consumer"), .client_id = KSTR("cid"), .client_host = KSTR("/127.0.0.1"),
-		.session_timeout_ms = 10000, .rebalance_timeout_ms = 10000, .protocols = &proto, .nprotocols = 1,
+		.group_id = kstr_c(group),
+		.member_id = kstr_c(member),
+		.group_instance_id = kstr_c(instance),
+		.protocol_type = KSTR("consumer"),
+		.client_id = KSTR("cid"),
+		.client_host = KSTR("/127.0.0.1"),
+		.session_timeout_ms = 10000,
+		.rebalance_timeout_ms = 10000,
+		.protocols = &proto,
+		.nprotocols = 1,
 		.require_known_member_id = v4,
 	};
 
@@ -123,9 +133,14 @@ static void do_sync(struct fx *fx, const char *member, int32_t gen, const char *
 {
 	struct group_sync_assignment as = { kstr_c(assign_to), { (const uint8_t *)"A1", 2 } };
 	struct group_sync_args args = {
-		.group_id = KSTR("g"), .member_id = kstr_c(member), .group_instance_id = KSTR_NULL,
-		.protocol_type = KSTR_NULL, .protocol_name = KSTR_NULL, .generation = gen,
-		.assignments = assign_to ? &as : NULL, .nassignments = assign_to ? 1 : 0,
+		.group_id = KSTR("g"),
+		.member_id = kstr_c(member),
+		.group_instance_id = KSTR_NULL,
+		.protocol_type = KSTR_NULL,
+		.protocol_name = KSTR_NULL,
+		.generation = gen,
+		.assignments = assign_to ? &as : NULL,
+		.nassignments = assign_to ? 1 : 0,
 	};
 
 	memset(a, 0, sizeof(*a));
@@ -220,7 +235,7 @@ static void test_static_member(void **state)
 	join(fx, "g", "", "inst-a", &b, true); /* the same instance restarts */
 	assert_true(b.done);
 	assert_int_equal(b.error, KERR_NONE);
-	assert_int_equal(b.generation, 1); /* no rebalance */
+	assert_int_equal(b.generation, 1);  /* no rebalance */
 	assert_string_equal(b.leader, ida); /* the old leader id: b must not reassign */
 	strcpy(idb, b.member_id);
 	assert_string_not_equal(ida, idb);

@@ -606,7 +606,10 @@ static ssize_t short_pwrite(int fd, const void *buf, size_t n, off_t pos)
 
 static ssize_t enospc_pwrite(int fd, const void *buf, size_t n, off_t pos)
 {
-	(void)fd; (void)buf; (void)n; (void)pos;
+	(void)fd;
+	(void)buf;
+	(void)n;
+	(void)pos;
 	errno = ENOSPC;
 	return -1;
 }

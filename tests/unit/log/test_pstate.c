@@ -47,8 +47,7 @@ static enum pstate_verdict check(struct pstate *ps, int64_t pid, int16_t epoch, 
 	return pstate_check(ps, &h, dup);
 }
 
-static void apply(struct pstate *ps, int64_t pid, int16_t epoch, int32_t seq, int32_t n, int64_t base,
-		  int64_t ts)
+static void apply(struct pstate *ps, int64_t pid, int16_t epoch, int32_t seq, int32_t n, int64_t base, int64_t ts)
 {
 	struct batch_hdr h = hdr(pid, epoch, seq, n, base, ts);
 

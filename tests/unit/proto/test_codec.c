@@ -32,8 +32,7 @@ static bool codec_roundtrip(const struct proto_api *api, bool resp, int16_t v, u
 {
 	void (*sample)(void *, struct arena *, int16_t, unsigned);
 	size_t size = resp ? api->resp_size : api->req_size;
-	int (*decode)(struct rd *, struct arena *, int16_t, void *) =
-		resp ? api->resp_decode : api->req_decode;
+	int (*decode)(struct rd *, struct arena *, int16_t, void *) = resp ? api->resp_decode : api->req_decode;
 	void (*encode)(struct wr *, int16_t, const void *) = resp ? api->resp_encode : api->req_encode;
 	const char *what = resp ? "response" : "request";
 	struct arena a;
@@ -43,8 +42,7 @@ static bool codec_roundtrip(const struct proto_api *api, bool resp, int16_t v, u
 	bool ok = true;
 	int rc;
 
-	sample = resp ? proto_samples[api - proto_apis].resp_sample
-		      : proto_samples[api - proto_apis].req_sample;
+	sample = resp ? proto_samples[api - proto_apis].resp_sample : proto_samples[api - proto_apis].req_sample;
 	arena_init(&a, 0);
 	wr_init(&w1);
 	wr_init(&w2);
@@ -58,16 +56,16 @@ static bool codec_roundtrip(const struct proto_api *api, bool resp, int16_t v, u
 	rd_init(&r, w1.buf, w1.len);
 	rc = decode(&r, &a, v, m2);
 	if (rc != 0 || rd_left(&r) != 0) {
-		print_error("%s %s v%d seed %u: decode rc %d, %zu of %zu bytes left\n", api->name,
-			    what, v, seed, rc, rd_left(&r), w1.len);
+		print_error("%s %s v%d seed %u: decode rc %d, %zu of %zu bytes left\n", api->name, what, v, seed, rc,
+			    rd_left(&r), w1.len);
 		ok = false;
 		goto out;
 	}
 	encode(&w2, v, m2);
 	assert_int_equal(w2.err, 0);
 	if (w1.len != w2.len || (w1.len && memcmp(w1.buf, w2.buf, w1.len) != 0)) {
-		print_error("%s %s v%d seed %u: re-encoding differs (%zu vs %zu bytes)\n",
-			    api->name, what, v, seed, w1.len, w2.len);
+		print_error("%s %s v%d seed %u: re-encoding differs (%zu vs %zu bytes)\n", api->name, what, v, seed,
+			    w1.len, w2.len);
 		ok = false;
 		goto out;
 	}
@@ -79,8 +77,8 @@ static bool codec_roundtrip(const struct proto_api *api, bool resp, int16_t v, u
 		rc = decode(&r, &a2, v, m2);
 		arena_release(&a2);
 		if (rc != -EBADMSG) {
-			print_error("%s %s v%d seed %u: %zu-byte prefix of %zu decoded (rc %d)\n",
-				    api->name, what, v, seed, n, w1.len, rc);
+			print_error("%s %s v%d seed %u: %zu-byte prefix of %zu decoded (rc %d)\n", api->name, what, v,
+				    seed, n, w1.len, rc);
 			ok = false;
 			break;
 		}
@@ -137,14 +135,14 @@ static void test_table(void **state)
 
 /* ApiVersions v3 request: size, header v2 with client id, compact body. */
 static const uint8_t apiversions_v3_req[] = {
-	0x00, 0x00, 0x00, 0x15,             /* size 21 */
-	0x00, 0x12, 0x00, 0x03,             /* api key 18, version 3 */
-	0x00, 0x00, 0x00, 0x07,             /* correlation id 7 */
-	0x00, 0x02, 'a', 'b',               /* client id: int16 length, "ab" */
-	0x00,                               /* header tagged fields: none */
-	0x03, 'k', 'c',                     /* ClientSoftwareName: compact "kc" */
-	0x04, '1', '.', '0',                /* ClientSoftwareVersion: compact "1.0" */
-	0x00,                               /* body tagged fields: none */
+	0x00, 0x00, 0x00, 0x15, /* size 21 */
+	0x00, 0x12, 0x00, 0x03, /* api key 18, version 3 */
+	0x00, 0x00, 0x00, 0x07, /* correlation id 7 */
+	0x00, 0x02, 'a',  'b',  /* client id: int16 length, "ab" */
+	0x00,                   /* header tagged fields: none */
+	0x03, 'k',  'c',        /* ClientSoftwareName: compact "kc" */
+	0x04, '1',  '.',  '0',  /* ClientSoftwareVersion: compact "1.0" */
+	0x00,                   /* body tagged fields: none */
 };
 
 static void test_apiversions_v3_vector(void **state)
@@ -195,11 +193,11 @@ static void test_apiversions_v3_vector(void **state)
 
 /* Metadata v1 request with topics = null (all topics), null client id. */
 static const uint8_t metadata_v1_null_req[] = {
-	0x00, 0x00, 0x00, 0x0e,             /* size 14 */
-	0x00, 0x03, 0x00, 0x01,             /* api key 3, version 1 */
-	0x00, 0x00, 0x00, 0x09,             /* correlation id 9 */
-	0xff, 0xff,                         /* client id null */
-	0xff, 0xff, 0xff, 0xff,             /* Topics: null */
+	0x00, 0x00, 0x00, 0x0e, /* size 14 */
+	0x00, 0x03, 0x00, 0x01, /* api key 3, version 1 */
+	0x00, 0x00, 0x00, 0x09, /* correlation id 9 */
+	0xff, 0xff,             /* client id null */
+	0xff, 0xff, 0xff, 0xff, /* Topics: null */
 };
 
 static void test_metadata_v1_null_vector(void **state)
@@ -325,8 +323,7 @@ static void test_response_header(void **state)
 	wr_release(&w);
 
 	for (int key = 0; key < API_COUNT && flex_key < 0; key++)
-		if (key != API_ApiVersions && proto_apis[key].name &&
-		    proto_apis[key].flex_min <= proto_apis[key].max)
+		if (key != API_ApiVersions && proto_apis[key].name && proto_apis[key].flex_min <= proto_apis[key].max)
 			flex_key = key;
 	if (flex_key >= 0) {
 		wr_init(&w);

@@ -276,15 +276,9 @@ static void test_kstr(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_varint),
-		cmocka_unit_test(test_varlong),
-		cmocka_unit_test(test_uvarint),
-		cmocka_unit_test(test_fixed_be),
-		cmocka_unit_test(test_rd_sticky),
-		cmocka_unit_test(test_rd_count),
-		cmocka_unit_test(test_wr_growth),
-		cmocka_unit_test(test_wr_file),
-		cmocka_unit_test(test_kstr),
+		cmocka_unit_test(test_varint),    cmocka_unit_test(test_varlong),   cmocka_unit_test(test_uvarint),
+		cmocka_unit_test(test_fixed_be),  cmocka_unit_test(test_rd_sticky), cmocka_unit_test(test_rd_count),
+		cmocka_unit_test(test_wr_growth), cmocka_unit_test(test_wr_file),   cmocka_unit_test(test_kstr),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

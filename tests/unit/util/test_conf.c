@@ -93,20 +93,19 @@ static void test_parse_forms(void **state)
 {
 	struct sample *s = *state;
 	char err[256] = "";
-	const char *text =
-		"# a comment\n"
-		"! another comment\n"
-		"\n"
-		"   \t\n"
-		"  num.partitions = 12  \n"
-		"a.name: hello world\r\n"
-		"a.flag false\n"
-		"some.dirs=/a, /b,\\\n"
-		"          /c\n"
-		"a.mode=logappendtime\n"
-		"maybe.ms=60000\n"
-		"#num.partitions=99\n"
-		"any.int=-2147483648";
+	const char *text = "# a comment\n"
+			   "! another comment\n"
+			   "\n"
+			   "   \t\n"
+			   "  num.partitions = 12  \n"
+			   "a.name: hello world\r\n"
+			   "a.flag false\n"
+			   "some.dirs=/a, /b,\\\n"
+			   "          /c\n"
+			   "a.mode=logappendtime\n"
+			   "maybe.ms=60000\n"
+			   "#num.partitions=99\n"
+			   "any.int=-2147483648";
 	char buf[64];
 
 	assert_int_equal(load(s, text, err, sizeof(err)), 0);
