@@ -26,6 +26,7 @@
 #include <librdkafka/rdkafka.h>
 #include <sqlite3.h>
 
+#include "lib/kafka.h"
 #include "lib/opt.h"
 
 static const struct opt_def sink_defs[] = {
@@ -55,14 +56,6 @@ static void die(const char *what, const char *why)
 {
 	fprintf(stderr, "db-sink: %s: %s\n", what, why);
 	exit(1);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void sink_exec(const char *sql)
@@ -243,13 +236,13 @@ int main(int argc, char **argv)
 		die("subscribe", opt_str(o, "topic", NULL));
 	rd_kafka_topic_partition_list_destroy(sub);
 	msgs = calloc((size_t)batch, sizeof(*msgs));
-	last_msg = now_ms();
+	last_msg = kafka_now_ms();
 	while (!sink_stop) {
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
 
 		if (m && !m->err) {
 			msgs[n++] = m;
-			last_msg = now_ms();
+			last_msg = kafka_now_ms();
 		} else if (m) {
 			if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
 				fprintf(stderr, "db-sink: consume: %s\n", rd_kafka_message_errstr(m));
@@ -262,7 +255,7 @@ int main(int argc, char **argv)
 				rd_kafka_message_destroy(msgs[i]);
 			n = 0;
 		}
-		if (idle_ms > 0 && n == 0 && now_ms() - last_msg > idle_ms)
+		if (idle_ms > 0 && n == 0 && kafka_now_ms() - last_msg > idle_ms)
 			break;
 	}
 	if (n > 0 && sink_store(msgs, n) == 0)

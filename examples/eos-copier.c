@@ -28,6 +28,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "lib/kafka.h"
 #include "lib/opt.h"
 
 static volatile sig_atomic_t copier_stop;
@@ -53,14 +54,6 @@ static const struct opt_def copier_defs[] = {
 static const struct opt_cmd copier_cmd = {
 	"eos-copier", "Copies a topic exactly once, upper-casing each value, with Kafka transactions.", copier_defs
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void on_signal(int sig)
 {
@@ -323,28 +316,28 @@ int main(int argc, char **argv)
 
 	copier_begin(true);
 	copier_in_txn = 1;
-	last_msg = now_ms();
+	last_msg = kafka_now_ms();
 	while (!copier_stop) {
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(consumer, 50);
 
 		if (m && !m->err) {
 			if (n == 0)
-				txn_start = now_ms();
+				txn_start = kafka_now_ms();
 			copier_produce(m, to);
 			n++;
-			last_msg = now_ms();
+			last_msg = kafka_now_ms();
 		} else if (m && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
 			fprintf(stderr, "eos-copier: consume: %s\n", rd_kafka_message_errstr(m));
 		}
 		if (m)
 			rd_kafka_message_destroy(m);
 		rd_kafka_poll(copier_producer, 0);
-		if (n > 0 && (n >= txn_msgs || now_ms() - txn_start >= txn_ms)) {
+		if (n > 0 && (n >= txn_msgs || kafka_now_ms() - txn_start >= txn_ms)) {
 			copier_commit(consumer);
 			n = 0;
 			copier_begin(true);
 		}
-		if (idle_ms > 0 && n == 0 && now_ms() - last_msg > idle_ms)
+		if (idle_ms > 0 && n == 0 && kafka_now_ms() - last_msg > idle_ms)
 			break;
 	}
 	if (n > 0)

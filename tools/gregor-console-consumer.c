@@ -326,20 +326,12 @@ static void subscribe(rd_kafka_t *rk, const char *topic)
 	rd_kafka_topic_partition_list_destroy(tpl);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Consumes until a limit or a signal. Returns the exit status. */
 static int consume(rd_kafka_t *rk, const struct opts *o, const struct fmt *f, long *count)
 {
 	int64_t max = opt_int(o, "max-messages", -1, INT64_MIN, INT64_MAX);
 	int64_t timeout_ms = opt_int(o, "timeout-ms", -1, INT64_MIN, INT64_MAX);
-	int64_t last = now_ms();
+	int64_t last = kafka_now_ms();
 	bool tty = isatty(STDOUT_FILENO);
 
 	while (!stop && (max < 0 || *count < max)) {
@@ -347,7 +339,7 @@ static int consume(rd_kafka_t *rk, const struct opts *o, const struct fmt *f, lo
 
 		if (!m) {
 			fflush(stdout);
-			if (timeout_ms >= 0 && now_ms() - last >= timeout_ms) {
+			if (timeout_ms >= 0 && kafka_now_ms() - last >= timeout_ms) {
 				fprintf(stderr, "ERROR Error processing message, terminating consumer "
 						"process: org.apache.kafka.common.errors.TimeoutException\n");
 				break;
@@ -367,7 +359,7 @@ static int consume(rd_kafka_t *rk, const struct opts *o, const struct fmt *f, lo
 				return 1;
 			continue;
 		}
-		last = now_ms();
+		last = kafka_now_ms();
 		fmt_write(f, m);
 		if (tty)
 			fflush(stdout);

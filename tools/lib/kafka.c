@@ -210,7 +210,7 @@ rd_kafka_t *kafka_new(rd_kafka_type_t type, rd_kafka_conf_t *conf)
 	return rk;
 }
 
-static int64_t now_ms(void)
+int64_t kafka_now_ms(void)
 {
 	struct timespec ts;
 
@@ -220,11 +220,11 @@ static int64_t now_ms(void)
 
 int kafka_wait_broker(rd_kafka_t *rk)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = kafka_now_ms() + timeout_ms;
 	rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
 	const char *why;
 
-	for (int64_t left; (left = deadline - now_ms()) > 0;) {
+	for (int64_t left; (left = deadline - kafka_now_ms()) > 0;) {
 		const struct rd_kafka_metadata *md;
 
 		err = rd_kafka_metadata(rk, 0, NULL, &md, (int)(left < 500 ? left : 500));

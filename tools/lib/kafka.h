@@ -28,6 +28,7 @@
 #define GREGOR_TOOLS_KAFKA_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <librdkafka/rdkafka.h>
 
 struct opts;
@@ -85,5 +86,8 @@ rd_kafka_event_t *kafka_admin_wait(rd_kafka_queue_t *q);
 
 /* Prints "<prog>: <formatted message>" to stderr and exits 1. */
 void kafka_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* Monotonic milliseconds, for timeouts and rates. */
+int64_t kafka_now_ms(void);
 
 #endif
