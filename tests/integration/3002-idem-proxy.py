@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from gregor import Broker, check, free_port, log, main  # noqa: E402
+from gregor import Broker, check, free_port, log, main, build_bin  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 
 PARTS = 6
@@ -25,12 +25,7 @@ PLAIN_COUNT = 6000
 
 
 def itest_bin():
-    build = os.environ.get("BUILD", "build")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.path.join(build if os.path.isabs(build) else os.path.join(root, build), "bin", "itest", "3002-idem-proxy")
-    if not os.access(path, os.X_OK):
-        raise AssertionError("%s missing (make %s)" % (path, path))
-    return path
+    return build_bin("itest", "3002-idem-proxy")
 
 
 def run(args, timeout_s=170):

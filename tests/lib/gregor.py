@@ -62,6 +62,16 @@ def broker_bin():
     return path
 
 
+def build_bin(*parts):
+    """Absolute path of a built program, e.g. build_bin("itest", "3002-idem-proxy");
+    fails the test if it is missing."""
+    build = os.environ.get("BUILD", "build")
+    path = os.path.join(build if os.path.isabs(build) else os.path.join(REPO_ROOT, build), "bin", *parts)
+    if not os.access(path, os.X_OK):
+        raise AssertionError("%s missing (make %s)" % (path, path))
+    return path
+
+
 def free_port():
     """A loopback TCP port that was free a moment ago (bind to 0, read, close)."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
