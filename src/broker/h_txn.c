@@ -454,7 +454,9 @@ int h_describe_transactions(struct req *rq, const void *in, void *out)
 		o->TransactionStartTimeMs = -1;
 		if (!tc)
 			o->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
-		else if (!txn_describe(tc, d->TransactionalIds.v[i], &ti))
+		else if (d->TransactionalIds.v[i].len <= 0)
+			o->ErrorCode = KERR_INVALID_REQUEST;
+		else if (!txn_describe(tc, d->TransactionalIds.v[i], &ti) || ti.state == TXN_DEAD)
 			o->ErrorCode = KERR_TRANSACTIONAL_ID_NOT_FOUND;
 		else
 			h_txn_describe_one(rq, &ti, o);
@@ -467,23 +469,39 @@ struct h_txn_list {
 	const struct ListTransactionsRequest *in;
 	struct ListTransactionsResponse *out;
 	int32_t cap;
+	int64_t now_ms;
 };
 
-static void h_txn_list_one(void *arg, const struct txn_info *ti)
+/*
+ * Kafka's filters: never Dead; a state and a producer id among those asked
+ * for (any when none is); with DurationFilter >= 0 (v1), a transaction
+ * that began more than that many ms ago (ids with none open are left out).
+ */
+static bool h_txn_list_match(const struct h_txn_list *l, const struct txn_info *ti)
 {
-	struct h_txn_list *l = arg;
 	const struct ListTransactionsRequest *f = l->in;
-	struct ListTransactionsResponseTransactionState *o;
-	bool ok = f->StateFilters.n <= 0 && f->ProducerIdFilters.n <= 0;
+	bool ok = f->StateFilters.n <= 0;
 
+	if (ti->state == TXN_DEAD)
+		return false;
 	for (int32_t i = 0; !ok && i < f->StateFilters.n; i++)
 		ok = kstr_eq_c(f->StateFilters.v[i], txn_state_name(ti->state));
-	if (f->StateFilters.n > 0 && !ok)
-		return;
+	if (!ok)
+		return false;
 	ok = f->ProducerIdFilters.n <= 0;
 	for (int32_t i = 0; !ok && i < f->ProducerIdFilters.n; i++)
 		ok = f->ProducerIdFilters.v[i] == ti->producer_id;
 	if (!ok)
+		return false;
+	return f->DurationFilter < 0 || (ti->start_ms >= 0 && l->now_ms - ti->start_ms > f->DurationFilter);
+}
+
+static void h_txn_list_one(void *arg, const struct txn_info *ti)
+{
+	struct h_txn_list *l = arg;
+	struct ListTransactionsResponseTransactionState *o;
+
+	if (!h_txn_list_match(l, ti))
 		return;
 	if (l->out->TransactionStates.n == l->cap) {
 		int32_t cap = l->cap ? l->cap * 2 : 16;
@@ -504,7 +522,7 @@ int h_list_transactions(struct req *rq, const void *in, void *out)
 {
 	const struct ListTransactionsRequest *f = in;
 	struct ListTransactionsResponse *resp = out;
-	struct h_txn_list l = { rq, f, resp, 0 };
+	struct h_txn_list l = { rq, f, resp, 0, clock_wall_ms() };
 	struct txn_coord *tc = h_txn_coord(rq);
 	int32_t unknown = 0;
 
