@@ -28,6 +28,8 @@ BROKER   := $(BUILD)/bin/gregor
 
 TOOL_LIB_SRC := $(wildcard tools/lib/*.c)
 TOOL_LIB_OBJ := $(TOOL_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# tools/lib/wire.c encodes and decodes with the broker's generated codecs
+TOOL_LIB_OBJ += $(addprefix $(BUILD)/obj/src/,util/arena.o util/buf.o util/fdref.o proto/header.o) $(BUILD)/obj/gen/proto_msgs.o
 TOOL_SRC := $(wildcard tools/*.c)
 TOOLS    := $(TOOL_SRC:tools/%.c=$(BUILD)/bin/%)
 EXAMPLE_SRC := $(wildcard examples/*.c)
