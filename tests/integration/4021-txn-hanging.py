@@ -6,8 +6,9 @@ are opened over the raw protocol (InitProducerId, AddPartitionsToTxn,
 transactional Produce), a plain record follows on hang-0, then the broker is
 stopped and __transaction_state deleted: the partitions still hold the open
 transactions, no coordinator will ever end them, and read_committed stops
-at their first offsets.  After the restart a live transaction ("alive", on
-topic live, confluent_kafka, not committed) is opened as a control.
+at their first offsets.  After the restart a confluent_kafka
+producer opens a transaction ("alive", topic live, 10-minute timeout) and is
+SIGKILLed: its coordinator still tracks it, so it is not hanging.
 
 gregor-transactions then must:
   list                   the live id only, with Kafka's columns
@@ -29,6 +30,7 @@ after which find-hanging lists nothing.
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -175,6 +177,29 @@ def check_abort(b, lost, lost2):
     eq(table(tool(b, "find-hanging", "--broker-id", "0")[0], HANG_HDR), [], "nothing hangs any more")
 
 
+ALIVE = '''
+import sys, time
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": "alive", "transaction.timeout.ms": 600000})
+p.init_transactions(30)
+p.begin_transaction()
+p.produce("live", value=b"open", partition=0)
+assert p.flush(10) == 0
+print("ready", flush=True)
+time.sleep(600)
+'''
+
+
+def kill_mid_transaction(b):
+    """A confluent_kafka producer SIGKILLed inside a transaction with a 10-minute timeout."""
+    p = subprocess.Popen([sys.executable, "-c", ALIVE, b.bootstrap], stdout=subprocess.PIPE)
+    try:
+        eq(p.stdout.readline(), b"ready\n", "the producer opened its transaction")
+    finally:
+        p.kill()
+        p.wait(10)
+
+
 def test():
     props = {"transaction.state.log.num.partitions": "1"}
     with Broker(props=props) as b:
@@ -183,12 +208,7 @@ def test():
             admin.create_topics([NewTopic(t, num_partitions=n, replication_factor=1)])[t].result(30)
         lost, lost2 = open_lost_transactions(b)
         forget_coordinator(b)
-        alive = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "alive",
-                          "transaction.timeout.ms": 600000})
-        alive.init_transactions(30)
-        alive.begin_transaction()
-        alive.produce("live", value=b"open", partition=0)
-        eq(alive.flush(10), 0, "live record delivered")
+        kill_mid_transaction(b)
         alive_pid = [r for r in tw.Client(b.port).list_transactions()[2] if r[0] == "alive"][0][1]
         check_views(b, lost, alive_pid)
         check_find_hanging(b, lost, lost2)
