@@ -63,7 +63,7 @@ def part_b(b, c):
     eq((pid2, ep), (pid, 1), "second InitProducerId bumps the epoch")
     eq(c.add_partitions("tx-a", pid, ep, TOPIC, [0]), {0: 0}, "AddPartitionsToTxn")
     ts = int(time.time() * 1000) - 5000
-    eq(c.produce(TOPIC, 0, iw.batch(3, pid, ep, 0, ts=ts, transactional=True)), (0, 0), "transactional produce")
+    eq(c.produce_txn("tx-a", TOPIC, 0, iw.batch(3, pid, ep, 0, ts=ts, transactional=True)), (0, 0), "transactional produce")
 
     d = c.describe_transactions(["tx-a", "nope", ""])
     a = d["tx-a"]

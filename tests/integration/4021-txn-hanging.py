@@ -82,11 +82,11 @@ def open_lost_transactions(b):
     old = int(time.time() * 1000) - HOUR_MS
     pid, ep = c.init_pid(txn_id="lost")
     eq(c.add_partitions("lost", pid, ep, "hang", [0]), {0: 0}, "AddPartitionsToTxn lost")
-    eq(c.produce("hang", 0, iw.batch(3, pid, ep, 0, ts=old, transactional=True)), (0, 0), "lost: records 0-2")
+    eq(c.produce_txn("lost", "hang", 0, iw.batch(3, pid, ep, 0, ts=old, transactional=True)), (0, 0), "lost: records 0-2")
     c.init_pid(txn_id="lost2")
     pid2, ep2 = c.init_pid(txn_id="lost2")
     eq(c.add_partitions("lost2", pid2, ep2, "hang", [1]), {1: 0}, "AddPartitionsToTxn lost2")
-    eq(c.produce("hang", 1, iw.batch(2, pid2, ep2, 0, ts=old, transactional=True)), (0, 0), "lost2: records 0-1")
+    eq(c.produce_txn("lost2", "hang", 1, iw.batch(2, pid2, ep2, 0, ts=old, transactional=True)), (0, 0), "lost2: records 0-1")
     c.close()
     p = Producer({"bootstrap.servers": b.bootstrap})
     p.produce("hang", value=b"plain", partition=0)

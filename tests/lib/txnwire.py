@@ -1,7 +1,7 @@
 """Raw Kafka wire client for the transaction-operator APIs (tests 4020-4029):
 DescribeProducers v0, DescribeTransactions v0, ListTransactions v0-1,
-WriteTxnMarkers v0-1, and a transactional Produce / AddPartitionsToTxn v0,
-built on idemwire.Client (framing, InitProducerId, Produce v3).
+WriteTxnMarkers v0-1, AddPartitionsToTxn v0 and Produce v3 with a
+transactional id, built on idemwire.Client (framing, InitProducerId).
 
 Flexible versions use compact strings and arrays (unsigned varint length+1)
 and an empty tagged-field section after every struct; see
@@ -165,6 +165,13 @@ class Client(_IdemClient):
         if flex:
             r_tags(r)
         return out
+
+    def produce_txn(self, txn_id, topic, partition, records, acks=-1):
+        """Produce v3 carrying TransactionalId, as transactional producers send it
+        (the body of kwire.produce_v3_body after its null id) -> (error_code, base_offset)."""
+        body = kw.string(txn_id) + kw.produce_v3_body(topic, partition, records, acks=acks)[len(kw.string(None)):]
+        r = self.call(0, 3, body)
+        return kw.parse_produce_v3(r.d)[(topic, partition)]
 
     def add_partitions(self, txn_id, pid, epoch, topic, partitions):
         """AddPartitionsToTxn v0 -> {partition: error}"""
