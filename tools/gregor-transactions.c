@@ -161,13 +161,12 @@ static void tx_table_print(const struct tx_table *t)
 /* ---- the requests ---- */
 
 /* The coordinator of a transactional id (FindCoordinator, key type 1); error in *err (OUT). */
-static int32_t tx_coordinator(rd_kafka_t *rk, struct wire *any, const char *id, int16_t *err)
+static int32_t tx_coordinator(struct wire *any, const char *id, int16_t *err)
 {
 	struct FindCoordinatorRequest req;
 	struct FindCoordinatorResponse resp;
 	int16_t v = wire_version(any, API_FindCoordinator, 3);
 
-	(void)rk;
 	if (v < 1)
 		kafka_die("broker %d cannot find transaction coordinators (FindCoordinator v%d)", wire_node_id(any), v);
 	FindCoordinatorRequest_init(&req);
@@ -199,7 +198,7 @@ static struct DescribeTransactionsResponseTransactionState *tx_describe_one(rd_k
 	struct DescribeTransactionsResponse resp;
 	int16_t err;
 
-	*coordinator = tx_coordinator(rk, any, id, &err);
+	*coordinator = tx_coordinator(any, id, &err);
 	if (err)
 		tx_fail("Failed to describe transaction state of transactional-id `%s`: %s", id, kafka_err_name(err));
 	wc = *coordinator == wire_node_id(any) ? any : wire_open(rk, *coordinator);
@@ -534,8 +533,8 @@ static void tx_search_describe(rd_kafka_t *rk, struct tx_search *s, int32_t brok
 	}
 	for (int i = 0; i < s->n; i++)
 		if (s->tps[i].err)
-			tx_fail("Failed to describe producers for %d partitions on broker %s: %s", s->n,
-				broker >= 0 ? tx_printf("Optional[%d]", broker) : "Optional.empty",
+			tx_fail("Failed to describe producers for %d partitions on %s: %s", s->n,
+				broker >= 0 ? tx_printf("broker %d", broker) : "their leaders",
 				kafka_err_name(s->tps[i].err));
 }
 
