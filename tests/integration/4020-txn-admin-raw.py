@@ -20,6 +20,9 @@ C. WriteTxnMarkers v0 and v1, per partition: a stale epoch ->
    topic -> 3, producer id -1 -> 42; an ABORT with the producer's epoch ->
    0, the marker lands at offset 3, the partition's producer no longer has
    an open transaction and the LSO reaches the log end.
+D. Transactional offsets staged by TxnOffsetCommit (OffsetFetch v7
+   RequireStable -> UNSTABLE_OFFSET_COMMIT, 88) are dropped by an ABORT
+   marker written to __consumer_offsets and made visible by a COMMIT one.
 Ends with a fresh connection succeeding.
 """
 
@@ -113,8 +116,21 @@ def part_c(b, c, pid, ep):
     eq(lso(b), 4, "LSO at the log end")
 
 
+def part_d(b, c):
+    """Markers on __consumer_offsets end staged transactional offsets: ABORT drops them, COMMIT shows them."""
+    for txn_id, commit, want in (("tx-b", False, -1), ("tx-c", True, 2)):
+        group = "g-" + txn_id
+        pid, ep = c.init_pid(txn_id=txn_id)
+        eq(c.add_offsets(txn_id, pid, ep, group), 0, "AddOffsetsToTxn %s" % txn_id)
+        eq(c.txn_offset_commit(txn_id, group, pid, ep, TOPIC, 0, 2), 0, "TxnOffsetCommit %s" % txn_id)
+        eq(c.offset_fetch_stable(group, TOPIC, 0), (88, -1), "staged offset: UNSTABLE_OFFSET_COMMIT")
+        eq(c.write_txn_markers([(pid, ep, commit, {"__consumer_offsets": [0]}, 0)]),
+           {(pid, "__consumer_offsets", 0): 0}, "%s marker on __consumer_offsets" % ("COMMIT" if commit else "ABORT"))
+        eq(c.offset_fetch_stable(group, TOPIC, 0), (0, want), "committed offset after the marker")
+
+
 def test():
-    props = {"transaction.state.log.num.partitions": "1"}
+    props = {"transaction.state.log.num.partitions": "1", "offsets.topic.num.partitions": "1"}
     with Broker(props=props) as b:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         admin.create_topics([NewTopic(TOPIC, num_partitions=2, replication_factor=1)])[TOPIC].result(30)
@@ -122,6 +138,7 @@ def test():
         c = tw.Client(b.port)
         pid, ep = part_b(b, c)
         part_c(b, c, pid, ep)
+        part_d(b, c)
         c.close()
         part_a(b)
         log("transaction operator APIs answered as Kafka's")

@@ -183,3 +183,39 @@ class Client(_IdemClient):
         for _name, parts in r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16())))):
             out.update(dict(parts))
         return out
+
+    def add_offsets(self, txn_id, pid, epoch, group):
+        """AddOffsetsToTxn v0 -> error"""
+        r = self.call(25, 0, kw.string(txn_id) + kw.i64(pid) + kw.i16(epoch) + kw.string(group))
+        r.i32()
+        return r.i16()
+
+    def txn_offset_commit(self, txn_id, group, pid, epoch, topic, partition, offset):
+        """TxnOffsetCommit v0 of one partition -> error"""
+        body = (kw.string(txn_id) + kw.string(group) + kw.i64(pid) + kw.i16(epoch) + kw.array(
+            [topic], lambda t: kw.string(t) + kw.array([partition], lambda p: kw.i32(p) + kw.i64(offset) +
+                                                       kw.string(None))))
+        r = self.call(28, 0, body)
+        r.i32()
+        return r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16()))))[0][1][0][1]
+
+    def offset_fetch_stable(self, group, topic, partition):
+        """OffsetFetch v7 with RequireStable, one partition -> (error, committed offset)"""
+        body = (compact_nstring(group) + compact_array([topic], lambda t: compact_nstring(t) + compact_array(
+            [partition], kw.i32) + TAGS) + kw.i8(1) + TAGS)
+        r = self.call(9, 7, body, flexible=True)
+        r.i32()
+
+        def ptn(r):
+            t = (r.i32(), r.i64(), r.i32(), r_cstring(r), r.i16())
+            r_tags(r)
+            return t
+
+        def topic_(r):
+            t = (r_cstring(r), r_carray(r, ptn))
+            r_tags(r)
+            return t
+
+        _, parts = r_carray(r, topic_)[0]
+        _, offset, _, _, err = parts[0]
+        return err, offset
