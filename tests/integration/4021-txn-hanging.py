@@ -25,7 +25,7 @@ gregor-transactions then must:
                          a second try exits 1 (no open transaction there)
   abort --producer-id    with a stale epoch -> exit 1 INVALID_PRODUCER_EPOCH;
                          with the right one ends hang-1
-after which find-hanging lists nothing.
+after which find-hanging lists nothing, also after a kill -9 and restart.
 """
 
 import os
@@ -214,6 +214,10 @@ def test():
         check_find_hanging(b, lost, lost2)
         check_abort(b, lost, lost2)
         wait_until(lambda: lso(b, "live", 0) == 0, 5, "the live transaction still holds its LSO")
+        b.kill9()
+        b.start()
+        eq((lso(b, "hang", 0), lso(b, "hang", 1)), (5, 3), "after kill -9 the markers still end both")
+        eq(table(tool(b, "find-hanging", "--broker-id", "0")[0], HANG_HDR), [], "nothing hangs after kill -9")
         log("hanging transactions found and aborted")
 
 

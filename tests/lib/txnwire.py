@@ -1,7 +1,9 @@
 """Raw Kafka wire client for the transaction-operator APIs (tests 4020-4029):
 DescribeProducers v0, DescribeTransactions v0, ListTransactions v0-1,
-WriteTxnMarkers v0-1, AddPartitionsToTxn v0 and Produce v3 with a
-transactional id, built on idemwire.Client (framing, InitProducerId).
+WriteTxnMarkers v0-1, and what it takes to open transactions by hand:
+AddPartitionsToTxn v0, Produce v3 with a transactional id, AddOffsetsToTxn
+v0, TxnOffsetCommit v0, OffsetFetch v7 (RequireStable).  Built on
+idemwire.Client (framing, InitProducerId).
 
 Flexible versions use compact strings and arrays (unsigned varint length+1)
 and an empty tagged-field section after every struct; see
