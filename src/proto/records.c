@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/codec.h"
 #include "util/crc32c.h"
-#include "util/gunzip.h"
 
 static uint64_t be_get(const uint8_t *p, int n)
 {
@@ -161,7 +161,6 @@ void records_set_log_append_time(uint8_t *p, size_t len, int64_t ts)
 	be_put(p + RECORDS_CRC_OFF, crc32c(p + RECORDS_ATTR_OFF, len - RECORDS_ATTR_OFF), 4);
 }
 
-#define RECORDS_CODEC_GZIP 1
 #define RECORDS_INFLATE_MAX (64 << 20)
 
 /* ---- building ---- */
@@ -323,24 +322,26 @@ int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, i
 	int codec = h->attributes & RECORDS_ATTR_CODEC_MASK;
 	const uint8_t *body = p + RECORDS_HDR_SIZE;
 	size_t body_len = (size_t)(h->size - RECORDS_HDR_SIZE);
-	uint8_t *plain = NULL;
-	size_t plain_len;
+	struct wr plain;
 	int rc;
 
 	if (h->max_timestamp < ts)
 		return 0;
 	*offset_out = h->base_offset;
 	*ts_out = h->max_timestamp;
-	if ((h->attributes & RECORDS_ATTR_LOG_APPEND_TIME) || (codec && codec != RECORDS_CODEC_GZIP))
-		return 1; /* one time for the batch, or a codec the broker cannot read */
-	if (codec == RECORDS_CODEC_GZIP) {
-		if (gunzip(body, body_len, RECORDS_INFLATE_MAX, &plain, &plain_len) < 0)
+	if (h->attributes & RECORDS_ATTR_LOG_APPEND_TIME)
+		return 1; /* one time for the whole batch */
+	wr_init(&plain);
+	if (codec) {
+		if (codec_decompress(codec, body, body_len, &plain, RECORDS_INFLATE_MAX) < 0) {
+			wr_release(&plain);
 			return 1;
-		body = plain;
-		body_len = plain_len;
+		}
+		body = plain.buf;
+		body_len = plain.len;
 	}
 	rc = records_scan_time(h, body, body_len, ts, offset_out, ts_out);
-	free(plain);
+	wr_release(&plain);
 	return rc == 0 ? 1 : rc; /* max_timestamp >= ts, so a record qualifies */
 }
 

@@ -174,9 +174,10 @@ int records_foreach(const uint8_t *p, const struct batch_hdr *h, records_fn *fn,
 
 /*
  * ListOffsets by timestamp inside one whole batch p (header h): the first
- * record whose timestamp >= ts.  Uncompressed batches are read record by
- * record; a compressed batch (the broker does not decompress) answers with
- * its base offset and max timestamp.  Returns 1 found, 0 none, -EBADMSG.
+ * record whose timestamp >= ts.  Records are read one by one, a compressed
+ * batch after decompressing it (proto/codec.h); a LogAppendTime batch, or
+ * one that does not decompress, answers with its base offset and max
+ * timestamp.  Returns 1 found, 0 none, -EBADMSG.
  */
 int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, int64_t *offset_out, int64_t *ts_out);
 
