@@ -2,9 +2,9 @@
  * records.c - record batch v2 header parsing, validation, patching and
  * building (layout in records.h).
  *
- * The write path never decodes individual records: a batch is checked by
- * its header and CRC only, then stored as received.  Records are decoded
- * here only to read control markers.
+ * Produce validation, which reads every record, is proto/validate.c; here
+ * records are decoded only to read control markers, for time lookups and
+ * for replaying internal topics.
  */
 #include "proto/records.h"
 
@@ -81,67 +81,6 @@ bool records_batch_crc_ok(const uint8_t *p, const struct batch_hdr *h)
 	return crc32c(p + RECORDS_ATTR_OFF, (size_t)h->size - RECORDS_ATTR_OFF) == h->crc;
 }
 
-/*
- * Walks the records of an uncompressed batch: each length must fit, the
- * count must match recordCount and the offsets must be 0..n-1 as a
- * producer writes them.  Touches only the varint headers, data already in
- * cache from the CRC check.
- */
-static bool records_walk_ok(const uint8_t *p, const struct batch_hdr *h)
-{
-	struct rd r;
-
-	rd_init(&r, p + RECORDS_HDR_SIZE, (size_t)(h->size - RECORDS_HDR_SIZE));
-	for (int32_t i = 0; i < h->record_count; i++) {
-		int32_t len = rd_varint(&r);
-		const uint8_t *next = r.p + len;
-
-		if (r.err || len < 3 || (size_t)len > rd_left(&r))
-			return false;
-		rd_i8(&r);
-		rd_varlong(&r);
-		if (rd_varint(&r) != i || r.err)
-			return false;
-		r.p = next;
-	}
-	return rd_left(&r) == 0 && h->last_offset_delta == h->record_count - 1;
-}
-
-int records_validate(const uint8_t *p, size_t len, int32_t max_batch_bytes, int *count_out)
-{
-	int64_t count = 0;
-	size_t off = 0;
-
-	*count_out = 0;
-	while (off < len) {
-		struct batch_hdr h;
-		int rc = records_hdr_parse(p + off, len - off, &h);
-
-		if (rc == -EAGAIN)
-			return -EBADMSG; /* a partial batch in a request is corrupt */
-		if (rc)
-			return rc;
-		if (h.size > max_batch_bytes)
-			return -EMSGSIZE;
-		if ((uint64_t)h.size > len - off)
-			return -EBADMSG;
-		if ((h.attributes & RECORDS_ATTR_CODEC_MASK) > 4)
-			return -EBADMSG;
-		if (!records_batch_crc_ok(p + off, &h))
-			return -EBADMSG;
-		if (records_is_control(&h) || h.record_count <= 0)
-			return -EINVAL; /* producers never write control batches */
-		if (!(h.attributes & RECORDS_ATTR_CODEC_MASK) && !records_walk_ok(p + off, &h))
-			return -EINVAL;
-		count += h.record_count;
-		if (count > INT32_MAX)
-			return -EBADMSG;
-		off += (size_t)h.size;
-	}
-	*count_out = (int)count;
-	return 0;
-}
-
 void records_set_base_offset(uint8_t *p, int64_t base_offset)
 {
 	be_put(p, (uint64_t)base_offset, 8);
@@ -152,13 +91,23 @@ void records_set_leader_epoch(uint8_t *p, int32_t leader_epoch)
 	be_put(p + 12, (uint32_t)leader_epoch, 4);
 }
 
+static void records_set_max_ts_attr(uint8_t *p, size_t len, int64_t ts, uint16_t attr)
+{
+	be_put(p + RECORDS_ATTR_OFF, attr, 2);
+	be_put(p + 35, (uint64_t)ts, 8);
+	be_put(p + RECORDS_CRC_OFF, crc32c(p + RECORDS_ATTR_OFF, len - RECORDS_ATTR_OFF), 4);
+}
+
 void records_set_log_append_time(uint8_t *p, size_t len, int64_t ts)
 {
 	uint16_t attr = (uint16_t)be_get(p + RECORDS_ATTR_OFF, 2);
 
-	be_put(p + RECORDS_ATTR_OFF, attr | RECORDS_ATTR_LOG_APPEND_TIME, 2);
-	be_put(p + 35, (uint64_t)ts, 8);
-	be_put(p + RECORDS_CRC_OFF, crc32c(p + RECORDS_ATTR_OFF, len - RECORDS_ATTR_OFF), 4);
+	records_set_max_ts_attr(p, len, ts, attr | RECORDS_ATTR_LOG_APPEND_TIME);
+}
+
+void records_set_max_timestamp(uint8_t *p, size_t len, int64_t ts)
+{
+	records_set_max_ts_attr(p, len, ts, (uint16_t)be_get(p + RECORDS_ATTR_OFF, 2));
 }
 
 #define RECORDS_INFLATE_MAX (64 << 20)
