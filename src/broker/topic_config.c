@@ -114,7 +114,8 @@ static const struct conf_def defs[] = {
 	I64("segment.jitter.ms", segment_jitter_ms, 0, I64MAX, "0",
 	    "Random jitter subtracted from `segment.ms`. Default: `log.roll.jitter.ms`, `log.roll.jitter.hours`."),
 	I64("segment.ms", segment_ms, 1, I64MAX, "604800000",
-	    "Age at which the active segment rolls. Default: `log.roll.ms`, `log.roll.hours`."),
+	    "Age at which the active segment rolls, in broker time since its first append (producer timestamps do "
+	    "not count). Default: `log.roll.ms`, `log.roll.hours`."),
 	BOOL("unclean.leader.election.enable", unclean_leader_election_enable, "false",
 	     "Accepted, no effect on a single node. Default: `unclean.leader.election.enable`."),
 };

@@ -189,7 +189,7 @@ static int part_load_seg(struct part *part, int i, int64_t recovery_point)
 	if (rc < 0)
 		return rc;
 	if (seg->roll_ts < 0 && seg->size > 0)
-		seg->roll_ts = clock_wall_ms();
+		seg->roll_ts = seg_created_ms(seg, clock_wall_ms());
 	if (i > 0 && part->segs[i - 1]->next_offset > seg->base_offset) {
 		log_error("log: '%s.log' overlaps the previous segment (ends at %" PRId64 ")", seg->path,
 			  part->segs[i - 1]->next_offset);
@@ -460,7 +460,6 @@ struct append_plan {
 	int64_t span; /* offsets taken: sum of lastOffsetDelta + 1 */
 	int64_t records;
 	uint32_t producers; /* batches with a producer id (an upper bound of new producers) */
-	int64_t max_ts;     /* largest batch maxTimestamp, -1 if none */
 };
 
 static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan)
@@ -469,7 +468,6 @@ static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan
 
 	plan->span = plan->records = 0;
 	plan->producers = 0;
-	plan->max_ts = -1;
 	if (len == 0 || len > INT32_MAX)
 		return len ? -EMSGSIZE : -EBADMSG;
 	while (off < len) {
@@ -480,8 +478,6 @@ static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan
 		plan->span += (int64_t)h.last_offset_delta + 1;
 		plan->records += h.record_count;
 		plan->producers += h.producer_id >= 0;
-		if (h.max_timestamp > plan->max_ts)
-			plan->max_ts = h.max_timestamp;
 		off += (size_t)h.size;
 	}
 	return 0;
@@ -511,11 +507,14 @@ static int part_roll(struct part *part)
 }
 
 /*
- * segment.ms as Kafka measures it: from the segment's first batch timestamp
- * to the incoming batch's, so old producer timestamps do not roll every
- * append; wall time only when the batches carry no timestamp.
+ * Rolls before an append that would overflow the segment: segment.bytes,
+ * full indexes, or offsets whose distance from the segment base would not
+ * fit the indexes' int32 (span counts real offsets: validation made every
+ * batch's lastOffsetDelta its record count - 1).  segment.ms counts broker
+ * time from the segment's first append, never producer timestamps, so a
+ * producer cannot force a roll per request by sending times far apart.
  */
-static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t max_ts, int64_t now_ms)
+static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t now_ms)
 {
 	const struct seg *seg = part_active(part);
 	const struct part_cfg *cfg = &part->cfg;
@@ -526,8 +525,8 @@ static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t 
 	if (seg->size == 0)
 		return 0;
 	roll = seg->size + (int64_t)len > cfg->segment_bytes ||
-	       (seg->roll_ts >= 0 && (max_ts >= 0 ? max_ts : now_ms) - seg->roll_ts > cfg->segment_ms) ||
-	       offidx_full(&seg->oi) || timeidx_full(&seg->ti) || part->leo + span - 1 - seg->base_offset > INT32_MAX;
+	       (seg->roll_ts >= 0 && now_ms - seg->roll_ts > cfg->segment_ms) || offidx_full(&seg->oi) ||
+	       timeidx_full(&seg->ti) || part->leo + span - 1 - seg->base_offset > INT32_MAX;
 	return roll ? part_roll(part) : 0;
 }
 
@@ -581,7 +580,7 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, st
 	if (!rc)
 		rc = pstate_reserve(&part->pstate, plan.producers);
 	if (!rc)
-		rc = part_maybe_roll(part, len, plan.span, plan.max_ts, now_ms);
+		rc = part_maybe_roll(part, len, plan.span, now_ms);
 	if (rc)
 		return rc;
 	part_stamp(part, blob, len, now_ms);
