@@ -286,7 +286,7 @@ int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, i
 			wr_release(&plain);
 			return 1;
 		}
-		body = plain.buf;
+		body = plain.len ? plain.buf : body; /* an empty result may have no buffer */
 		body_len = plain.len;
 	}
 	rc = records_scan_time(h, body, body_len, ts, offset_out, ts_out);
