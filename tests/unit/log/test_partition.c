@@ -193,6 +193,33 @@ static void test_append_read_roll(void **state)
 	part_close(part);
 }
 
+/* segment.ms counts the broker's clock from the first append, not batch timestamps. */
+static void test_roll_clock(void **state)
+{
+	struct fx *fx = *state;
+	struct part_append_info info;
+	struct part *part;
+	int64_t now = 1800000000000LL;
+	struct wr w;
+
+	fx->cfg.segment_ms = 1000;
+	assert_int_equal(part_open(fx->dir, &fx->cfg, -1, 0, &part), 0);
+	for (int i = 0; i < 10; i++) {
+		mk_batch(&w, 1, 10, now - 100LL * 86400000 + i * 8LL * 86400000); /* 8 days apart */
+		assert_int_equal(part_append(part, w.buf, w.len, now + i, &info), 0);
+		wr_release(&w);
+	}
+	assert_int_equal(part_segment_count(part), 1);
+	mk_batch(&w, 1, 10, now);
+	assert_int_equal(part_append(part, w.buf, w.len, now + 1000, &info), 0); /* 1000 ms: not past */
+	assert_int_equal(part_segment_count(part), 1);
+	assert_int_equal(part_append(part, w.buf, w.len, now + 1001, &info), 0);
+	assert_int_equal(part_segment_count(part), 2);
+	assert_int_equal(info.base_offset, 11);
+	wr_release(&w);
+	part_close(part);
+}
+
 static void test_read_limits(void **state)
 {
 	struct fx *fx = *state;
@@ -688,6 +715,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_append_read_roll, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_roll_clock, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_read_limits, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_reopen, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_recover_garbage_tail, fx_setup, fx_teardown),
