@@ -720,29 +720,9 @@ int64_t part_size_bytes(const struct part *part)
 	return size;
 }
 
-/* First batch in segment i with max timestamp >= ts and last offset >= log start. */
-static int part_time_in_seg(struct part *part, int i, int64_t ts, struct batch_hdr *h)
-{
-	struct seg *seg = part->segs[i];
-	int32_t rel = timeidx_lookup(&seg->ti, ts);
-	int64_t from = rel < 0 ? seg->base_offset : seg->base_offset + rel;
-	struct seg_iter it;
-	int rc;
-
-	if (from < part->log_start_offset)
-		from = part->log_start_offset;
-	rc = seg_find(seg, from, &it, h, part->scratch, PART_SCRATCH_BYTES);
-	while (rc == 1 && h->max_timestamp < ts) {
-		seg_iter_skip(&it, h);
-		rc = seg_iter_next(&it, h);
-	}
-	part->time_pos = it.pos;
-	return rc;
-}
-
-/* Reads batch h (found by part_time_in_seg at part->time_pos) to find the record. */
-static int part_time_in_batch(struct part *part, int i, const struct batch_hdr *h, int64_t ts, int64_t *offset_out,
-			      int64_t *ts_out)
+/* Reads batch h at pos of segment i for the first record at or after ts: records_find_time(). */
+static int part_time_in_batch(struct part *part, int i, int64_t pos, const struct batch_hdr *h, int64_t ts,
+			      int64_t *offset_out, int64_t *ts_out)
 {
 	uint8_t *buf;
 	ssize_t n;
@@ -751,37 +731,69 @@ static int part_time_in_batch(struct part *part, int i, const struct batch_hdr *
 	*offset_out = h->base_offset;
 	*ts_out = h->max_timestamp;
 	if (h->size > 64 << 20)
-		return 0;
+		return h->max_timestamp >= ts; /* the batch, not the record */
 	buf = malloc((size_t)h->size);
 	if (!buf)
 		return -ENOMEM;
-	n = pread(part->segs[i]->log->fd, buf, (size_t)h->size, part->time_pos);
+	n = pread(part->segs[i]->log->fd, buf, (size_t)h->size, pos);
 	rc = n == h->size ? records_find_time(buf, h, ts, offset_out, ts_out) : -EIO;
 	free(buf);
-	return rc < 0 ? rc : 0;
+	return rc;
+}
+
+/* May batch h hold a record at or after ts?  Its max timestamp says, unless it has none (-1). */
+static bool part_time_candidate(const struct seg *seg, const struct batch_hdr *h, int64_t ts)
+{
+	return h->max_timestamp >= ts || (seg->ts_unknown && h->max_timestamp < 0 && !records_is_control(h));
+}
+
+/*
+ * First record at or after ts in segment i, from the time index entry at
+ * or below ts (the segment start if there is none, or if the segment may
+ * hold batches without a max timestamp).  1 found, 0 none, -errno.
+ */
+static int part_time_in_seg(struct part *part, int i, int64_t ts, int64_t *offset_out, int64_t *ts_out)
+{
+	struct seg *seg = part->segs[i];
+	int32_t rel = seg->ts_unknown ? -1 : timeidx_lookup(&seg->ti, ts);
+	int64_t from = rel < 0 ? seg->base_offset : seg->base_offset + rel;
+	struct seg_iter it;
+	struct batch_hdr h;
+	int rc;
+
+	if (from < part->log_start_offset)
+		from = part->log_start_offset;
+	rc = seg_find(seg, from, &it, &h, part->scratch, PART_SCRATCH_BYTES);
+	while (rc == 1) {
+		if (part_time_candidate(seg, &h, ts)) {
+			rc = part_time_in_batch(part, i, it.pos, &h, ts, offset_out, ts_out);
+			if (rc != 0)
+				return rc;
+		}
+		seg_iter_skip(&it, &h);
+		rc = seg_iter_next(&it, &h);
+	}
+	return rc;
 }
 
 int part_offset_for_time(struct part *part, int64_t ts, int64_t *offset_out, int64_t *ts_out)
 {
-	*offset_out = *ts_out = -1;
 	for (int i = 0; i < part->nsegs; i++) {
-		struct batch_hdr h;
+		const struct seg *seg = part->segs[i];
 		int rc;
 
-		if (part->segs[i]->max_ts < ts || part->segs[i]->next_offset <= part->log_start_offset)
+		if ((seg->max_ts < ts && !seg->ts_unknown) || seg->next_offset <= part->log_start_offset)
 			continue;
-		rc = part_time_in_seg(part, i, ts, &h);
+		rc = part_time_in_seg(part, i, ts, offset_out, ts_out);
 		if (rc < 0)
 			return rc;
 		if (rc == 1) {
-			rc = part_time_in_batch(part, i, &h, ts, offset_out, ts_out);
-			if (rc < 0)
-				return rc;
 			if (*offset_out < part->log_start_offset)
 				*offset_out = part->log_start_offset;
 			return 0;
 		}
 	}
+	*offset_out = *ts_out = -1;
 	return 0;
 }
 

@@ -472,6 +472,46 @@ static void test_offset_for_time(void **state)
 	part_close(part);
 }
 
+/*
+ * Batches stored with maxTimestamp -1 (Produce corrects it now; older data
+ * on disk may have it): time lookups read their records, live, after a
+ * clean reopen (offset index without time entries) and after a rebuild.
+ */
+static void test_offset_for_time_unknown_max(void **state)
+{
+	struct fx *fx = *state;
+	struct part_append_info info;
+	struct part *part;
+	int64_t off, ts;
+
+	fx->cfg.segment_bytes = 1000;
+	fx->cfg.index_interval_bytes = 100;
+	assert_int_equal(part_open(fx->dir, &fx->cfg, -1, 0, &part), 0);
+	for (int i = 1; i <= 40; i++) {
+		struct wr w;
+
+		mk_batch(&w, 2, 80, 1000 * i);
+		records_set_max_timestamp(w.buf, w.len, -1);
+		assert_int_equal(part_append(part, w.buf, w.len, 1000 * i, &info), 0);
+		wr_release(&w);
+	}
+	assert_true(part_segment_count(part) > 3);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 1; i <= 40; i++) {
+			assert_int_equal(part_offset_for_time(part, 1000 * i - 500, &off, &ts), 0);
+			assert_int_equal(off, 2 * (i - 1));
+			assert_int_equal(ts, 1000 * i);
+		}
+		assert_int_equal(part_offset_for_time(part, 40001, &off, &ts), 0);
+		assert_int_equal(off, -1);
+		assert_int_equal(ts, -1);
+		part_close(part);
+		/* round 0: a clean reopen; round 1: everything rescanned as after a crash */
+		assert_int_equal(part_open(fx->dir, &fx->cfg, round == 0 ? INT64_MAX : -1, 0, &part), 0);
+	}
+	part_close(part);
+}
+
 static void test_retention_bytes(void **state)
 {
 	struct fx *fx = *state;
@@ -716,6 +756,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_append_read_roll, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_roll_clock, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_offset_for_time_unknown_max, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_read_limits, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_reopen, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_recover_garbage_tail, fx_setup, fx_teardown),
