@@ -695,6 +695,29 @@ int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max
 	return 0;
 }
 
+int64_t part_read_upper(struct part *part, int64_t offset, const struct fslice *s)
+{
+	int64_t end = s->pos + s->len;
+	const struct seg *seg = NULL;
+	int32_t lo = 0, hi;
+
+	for (int i = part_seg_for(part, offset); i < part->nsegs && !seg; i++)
+		if (part->segs[i]->log == s->ref)
+			seg = part->segs[i];
+	if (!seg)
+		return part->leo;
+	hi = seg->oi.f.n;
+	while (lo < hi) { /* first index entry at or after the slice's end */
+		int32_t mid = lo + (hi - lo) / 2;
+
+		if (offidx_ent(&seg->oi, mid)->pos < end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < seg->oi.f.n ? seg->base_offset + offidx_ent(&seg->oi, lo)->rel + 1 : seg->next_offset;
+}
+
 int64_t part_log_start_offset(const struct part *part)
 {
 	return part->log_start_offset;
