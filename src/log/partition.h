@@ -133,6 +133,8 @@ int part_retain(struct part *part, int64_t now_ms);
  */
 struct pstate *part_pstate(struct part *part);
 
+/* The leader epoch stamped into appends (the transaction coordinator's epoch on __transaction_state). */
+int32_t part_leader_epoch(const struct part *part);
 /* Leader epoch: stamps later appends and records (epoch, LEO) in the cache. 0 or -errno. */
 int part_set_leader_epoch(struct part *part, int32_t leader_epoch);
 /* OffsetForLeaderEpoch: false if no epoch <= epoch is known. */
