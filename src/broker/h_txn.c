@@ -19,6 +19,7 @@
  * InitProducerId v4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2 and
  * TxnOffsetCommit v3; older versions get INVALID_PRODUCER_EPOCH.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,12 +39,15 @@
 
 /* ---- coordinator ops and start-up ---- */
 
-static struct part *h_txn_part(void *arg, const char *topic, int32_t partition)
+static int h_txn_part(void *arg, const char *topic, int32_t partition, struct part **out)
 {
 	struct broker *b = arg;
 	struct topic *t = registry_find(b->reg, kstr_c(topic));
 
-	return t ? registry_part(t, partition) : NULL;
+	if (!t || partition < 0 || partition >= t->nparts)
+		return -ENOENT;
+	*out = registry_part(t, partition);
+	return *out ? 0 : -EIO; /* offline (KAFKA_STORAGE_ERROR) until its files are back */
 }
 
 static int h_txn_new_pid(void *arg, int64_t *id)
@@ -65,6 +69,44 @@ static uint64_t h_txn_written(void *arg, struct part *part)
 
 	b->appended = true; /* wakes parked fetches: the LSO may have moved */
 	return park_sync_on_ack(&b->cfg) ? syncer_want(b->syncer, part) : 0;
+}
+
+static bool h_txn_synced(void *arg, uint64_t ticket, bool *failed)
+{
+	struct broker *b = arg;
+
+	if (syncer_done(b->syncer) < ticket)
+		return false;
+	*failed = syncer_failed(b->syncer, ticket);
+	return true;
+}
+
+void txns_on_synced(struct broker *b)
+{
+	if (b->txns)
+		txn_coord_on_synced(b->txns);
+}
+
+int16_t txns_verify_produce(struct broker *b, struct kstr txn_id, int64_t producer_id, int16_t producer_epoch,
+			    struct kstr topic, int32_t partition)
+{
+	int16_t err;
+
+	if (!txn_id.p)
+		return KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED; /* as Kafka: transactional records need the id */
+	if (!b->txns || !txn_coord_attached(b->txns))
+		err = KERR_INVALID_PRODUCER_ID_MAPPING; /* no transaction was ever started here */
+	else
+		err = txn_verify_partition(b->txns, txn_id, producer_id, producer_epoch, topic, partition);
+	switch (err) { /* Kafka's mapping for the producer (AddPartitionsToTxnManager, ReplicaManager) */
+	case KERR_PRODUCER_FENCED:
+		return KERR_INVALID_PRODUCER_EPOCH;
+	case KERR_CONCURRENT_TRANSACTIONS:
+	case KERR_COORDINATOR_NOT_AVAILABLE:
+		return KERR_NOT_ENOUGH_REPLICAS; /* retriable without a metadata refresh */
+	default:
+		return err;
+	}
 }
 
 /* Opens __transaction_state (creating it when create) and loads it. */
@@ -101,10 +143,13 @@ static int h_txn_attach(struct broker *b, bool create)
 
 int txns_start(struct broker *b)
 {
-	static const struct txn_coord_ops ops = { h_txn_part, h_txn_new_pid, h_txn_offsets_complete, h_txn_written };
+	static const struct txn_coord_ops ops = { h_txn_part, h_txn_new_pid, h_txn_offsets_complete, h_txn_written,
+						  h_txn_synced };
 	struct txn_coord_cfg cfg = {
 		.max_timeout_ms = b->cfg.transaction_max_timeout_ms,
 		.abort_interval_ms = b->cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+		.id_expiration_ms = b->cfg.transactional_id_expiration_ms,
+		.expire_interval_ms = b->cfg.transaction_remove_expired_transaction_cleanup_interval_ms,
 	};
 	int err = txn_coord_new(b->loop, &cfg, &ops, b, &b->txns);
 
@@ -305,18 +350,34 @@ static void h_txn_end_fail(struct req *rq)
 	((struct EndTxnResponse *)rq->out)->ErrorCode = KERR_KAFKA_STORAGE_ERROR;
 }
 
+/* The coordinator finished (or durably decided) a transaction an EndTxn waited for. */
+static void h_txn_end_done(void *arg, int16_t err)
+{
+	struct req *rq = arg;
+	struct EndTxnResponse *resp = rq->out;
+
+	resp->ErrorCode = h_txn_kerr(rq, err, 2);
+	log_debug(LOGC_TXN, "txn", "%s: EndTxn v%d -> error %d (after the markers)", conn_peer(rq->c),
+		  rq->hdr.api_version, resp->ErrorCode);
+	req_reply(rq); /* Complete* need not be durable: Prepare* is, and the markers */
+}
+
 int h_end_txn(struct req *rq, const void *in, void *out)
 {
 	const struct EndTxnRequest *e = in;
 	struct EndTxnResponse *resp = out;
 	struct txn_coord *tc = h_txn_coord(rq);
+	bool pending;
 	int16_t err;
 
 	if (!tc) {
 		resp->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
 		return H_REPLY;
 	}
-	err = txn_end(tc, e->TransactionalId, e->ProducerId, e->ProducerEpoch, e->Committed);
+	err = txn_end(tc, e->TransactionalId, e->ProducerId, e->ProducerEpoch, e->Committed, h_txn_end_done, rq,
+		      &pending);
+	if (pending)
+		return H_PARKED; /* h_txn_end_done replies */
 	resp->ErrorCode = h_txn_kerr(rq, err, 2);
 	log_debug(LOGC_TXN, "txn", "%s: EndTxn v%d '%.*s' %s -> error %d", conn_peer(rq->c), rq->hdr.api_version,
 		  e->TransactionalId.len, e->TransactionalId.p, e->Committed ? "commit" : "abort", resp->ErrorCode);

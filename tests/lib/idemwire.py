@@ -81,9 +81,9 @@ class Client:
             raise AssertionError("InitProducerId v%d error %d, want %d" % (version, err, want_err))
         return out
 
-    def produce(self, topic, partition, records, acks=-1):
+    def produce(self, topic, partition, records, acks=-1, txn_id=None):
         """Produce v3 of one partition -> (error_code, base_offset)."""
-        r = self.call(0, 3, kw.produce_v3_body(topic, partition, records, acks=acks))
+        r = self.call(0, 3, kw.produce_v3_body(topic, partition, records, acks=acks, txn_id=txn_id))
         return kw.parse_produce_v3(r.d)[(topic, partition)]
 
     def list_offset(self, topic, partition, ts=-1):
