@@ -48,32 +48,12 @@ def build_shim(tmp):
     return so
 
 
-def uvarint(r):
-    v = shift = 0
-    while True:
-        b = r.take(1)[0]
-        v |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return v
-
-
-def compact_string(r):
-    n = uvarint(r) - 1
-    return None if n < 0 else r.take(n).decode()
-
-
 def txn_state(b, txn_id):
-    """DescribeTransactions v0 -> the id's state name."""
     cl = iw.Client(b.port)
     try:
-        r = cl.call(65, 0, iw.uvarint(2) + iw.compact_nstring(txn_id) + iw.uvarint(0), flexible=True)
-        r.i32()
-        eq(uvarint(r), 2, "one transaction state")
-        err = r.i16()
+        err, state = cl.describe_txn(txn_id)
         eq(err, 0, "DescribeTransactions error")
-        compact_string(r)
-        return compact_string(r)
+        return state
     finally:
         cl.close()
 
