@@ -15,6 +15,11 @@
  * transactional offset commit is sent, under the durable flush policy
  * (broker/park.h), only once the fsync round covering those writes is done.
  *
+ * AddPartitionsToTxn v4 (KIP-890, broker to coordinator) batches
+ * transactions and can only verify (VerifyOnly); this broker's own
+ * Produce verification calls the coordinator directly
+ * (txns_verify_produce), the shape a cluster sends as v4.
+ *
  * Version gating (PROTOCOL-NOTES §5.25a): PRODUCER_FENCED exists from
  * InitProducerId v4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2 and
  * TxnOffsetCommit v3; older versions get INVALID_PRODUCER_EPOCH.
@@ -224,48 +229,40 @@ int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
 
 /* ---- AddPartitionsToTxn ---- */
 
-static void h_txn_add_parts_fail(struct req *rq)
-{
-	struct AddPartitionsToTxnResponse *resp = rq->out;
+/*
+ * Handled in the v4 shape (a list of transactions); a v0-3 request is one
+ * transaction, converted in and out.  VerifyOnly (v4, KIP-890) answers
+ * per partition what txn_verify_partition says and changes nothing.
+ */
 
-	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
-		for (int32_t j = 0; j < resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.n; j++)
-			resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.v[j].PartitionErrorCode =
-				KERR_COORDINATOR_NOT_AVAILABLE;
-}
-
-/* Sets every partition's error to err, except those already carrying one when keep. */
-static void h_txn_add_parts_set(struct AddPartitionsToTxnResponse *resp, int16_t err, bool keep)
+/* Sets every partition's error of r to err, except those already carrying one when keep. */
+static void h_txn_add_parts_set(struct AddPartitionsToTxnResult *r, int16_t err, bool keep)
 {
-	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
-		for (int32_t j = 0; j < resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.n; j++) {
-			struct AddPartitionsToTxnResponsePartition *p =
-				&resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.v[j];
+	for (int32_t i = 0; i < r->TopicResults.n; i++)
+		for (int32_t j = 0; j < r->TopicResults.v[i].ResultsByPartition.n; j++) {
+			struct AddPartitionsToTxnPartitionResult *p = &r->TopicResults.v[i].ResultsByPartition.v[j];
 
 			if (!keep || !p->PartitionErrorCode)
 				p->PartitionErrorCode = err;
 		}
 }
 
-int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
+/* Results of in's partitions, all 0; OUT *tps: the known ones, *unknown: some are not. */
+static int32_t h_txn_add_parts_init(struct req *rq, const struct AddPartitionsToTxnTransaction *in,
+				    struct AddPartitionsToTxnResult *out, struct txn_tp **tps, bool *unknown)
 {
-	const struct AddPartitionsToTxnRequest *a = in;
-	struct AddPartitionsToTxnResponse *resp = out;
-	struct txn_coord *tc = h_txn_coord(rq);
-	struct txn_tp *tps;
 	int32_t n = 0, total = 0;
-	bool unknown = false;
-	int16_t err;
 
-	resp->ResultsByTopicV3AndBelow.n = a->V3AndBelowTopics.n > 0 ? a->V3AndBelowTopics.n : 0;
-	resp->ResultsByTopicV3AndBelow.v =
-		req_alloc(rq, (size_t)resp->ResultsByTopicV3AndBelow.n, sizeof(*resp->ResultsByTopicV3AndBelow.v));
-	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
-		total += a->V3AndBelowTopics.v[i].Partitions.n > 0 ? a->V3AndBelowTopics.v[i].Partitions.n : 0;
-	tps = req_alloc(rq, (size_t)total, sizeof(*tps));
-	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++) {
-		const struct AddPartitionsToTxnRequestTopic *it = &a->V3AndBelowTopics.v[i];
-		struct AddPartitionsToTxnResponseTopic *ot = &resp->ResultsByTopicV3AndBelow.v[i];
+	out->TransactionalId = in->TransactionalId;
+	out->TopicResults.n = in->Topics.n > 0 ? in->Topics.n : 0;
+	out->TopicResults.v = req_alloc(rq, (size_t)out->TopicResults.n, sizeof(*out->TopicResults.v));
+	for (int32_t i = 0; i < out->TopicResults.n; i++)
+		total += in->Topics.v[i].Partitions.n > 0 ? in->Topics.v[i].Partitions.n : 0;
+	*tps = req_alloc(rq, (size_t)total, sizeof(**tps));
+	*unknown = false;
+	for (int32_t i = 0; i < out->TopicResults.n; i++) {
+		const struct AddPartitionsToTxnTransactionTopic *it = &in->Topics.v[i];
+		struct AddPartitionsToTxnTopicResult *ot = &out->TopicResults.v[i];
 		struct topic *t = registry_find(rq->b->reg, it->Name);
 		const char *name = req_cstr(rq, it->Name);
 
@@ -279,24 +276,125 @@ int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
 			ot->ResultsByPartition.v[j].PartitionIndex = p;
 			if (!t || !registry_part(t, p)) {
 				ot->ResultsByPartition.v[j].PartitionErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-				unknown = true;
+				*unknown = true;
 				continue;
 			}
-			tps[n++] = (struct txn_tp){ (char *)name, p };
+			(*tps)[n++] = (struct txn_tp){ (char *)name, p };
 		}
 	}
-	if (!tc) {
-		h_txn_add_parts_set(resp, KERR_COORDINATOR_NOT_AVAILABLE, false);
-		return H_REPLY;
+	return n;
+}
+
+/* VerifyOnly: each partition's verdict. */
+static void h_txn_verify_parts(struct txn_coord *tc, const struct AddPartitionsToTxnTransaction *in,
+			       struct AddPartitionsToTxnResult *out)
+{
+	for (int32_t i = 0; i < out->TopicResults.n; i++)
+		for (int32_t j = 0; j < out->TopicResults.v[i].ResultsByPartition.n; j++) {
+			struct AddPartitionsToTxnPartitionResult *p = &out->TopicResults.v[i].ResultsByPartition.v[j];
+
+			p->PartitionErrorCode =
+				txn_verify_partition(tc, in->TransactionalId, in->ProducerId, in->ProducerEpoch,
+						     out->TopicResults.v[i].Name, p->PartitionIndex);
+		}
+}
+
+static void h_txn_add_one(struct req *rq, struct txn_coord *tc, const struct AddPartitionsToTxnTransaction *in,
+			  struct AddPartitionsToTxnResult *out)
+{
+	struct txn_tp *tps;
+	bool unknown;
+	int32_t n = h_txn_add_parts_init(rq, in, out, &tps, &unknown);
+
+	if (!tc)
+		h_txn_add_parts_set(out, KERR_COORDINATOR_NOT_AVAILABLE, false);
+	else if (in->VerifyOnly)
+		h_txn_verify_parts(tc, in, out);
+	else if (unknown) /* Kafka: nothing is added, the others are not attempted */
+		h_txn_add_parts_set(out, KERR_OPERATION_NOT_ATTEMPTED, true);
+	else
+		h_txn_add_parts_set(out,
+				    h_txn_kerr(rq,
+					       txn_add_partitions(tc, in->TransactionalId, in->ProducerId,
+								  in->ProducerEpoch, tps, n),
+					       2),
+				    false);
+}
+
+/* v0-3: the request's one transaction in the v4 shape. */
+static void h_txn_add_parts_v3_in(struct req *rq, const struct AddPartitionsToTxnRequest *a,
+				  struct AddPartitionsToTxnTransaction *txn)
+{
+	AddPartitionsToTxnTransaction_init(txn);
+	txn->TransactionalId = a->V3AndBelowTransactionalId;
+	txn->ProducerId = a->V3AndBelowProducerId;
+	txn->ProducerEpoch = a->V3AndBelowProducerEpoch;
+	txn->Topics.n = a->V3AndBelowTopics.n > 0 ? a->V3AndBelowTopics.n : 0;
+	txn->Topics.v = req_alloc(rq, (size_t)txn->Topics.n, sizeof(*txn->Topics.v));
+	for (int32_t i = 0; i < txn->Topics.n; i++) {
+		txn->Topics.v[i].Name = a->V3AndBelowTopics.v[i].Name;
+		txn->Topics.v[i].Partitions.v = a->V3AndBelowTopics.v[i].Partitions.v;
+		txn->Topics.v[i].Partitions.n = a->V3AndBelowTopics.v[i].Partitions.n;
 	}
-	if (unknown) { /* Kafka: nothing is added, the others are not attempted */
-		h_txn_add_parts_set(resp, KERR_OPERATION_NOT_ATTEMPTED, true);
-		return H_REPLY;
+}
+
+/* v0-3: the one transaction's results in the v0-3 shape. */
+static void h_txn_add_parts_v3_out(struct req *rq, const struct AddPartitionsToTxnResult *r,
+				   struct AddPartitionsToTxnResponse *resp)
+{
+	resp->ResultsByTopicV3AndBelow.n = r->TopicResults.n;
+	resp->ResultsByTopicV3AndBelow.v =
+		req_alloc(rq, (size_t)r->TopicResults.n, sizeof(*resp->ResultsByTopicV3AndBelow.v));
+	for (int32_t i = 0; i < r->TopicResults.n; i++) {
+		struct AddPartitionsToTxnResponseTopic *ot = &resp->ResultsByTopicV3AndBelow.v[i];
+
+		ot->Name = r->TopicResults.v[i].Name;
+		ot->ResultsByPartition.n = r->TopicResults.v[i].ResultsByPartition.n;
+		ot->ResultsByPartition.v =
+			req_alloc(rq, (size_t)ot->ResultsByPartition.n, sizeof(*ot->ResultsByPartition.v));
+		for (int32_t j = 0; j < ot->ResultsByPartition.n; j++) {
+			ot->ResultsByPartition.v[j].PartitionIndex =
+				r->TopicResults.v[i].ResultsByPartition.v[j].PartitionIndex;
+			ot->ResultsByPartition.v[j].PartitionErrorCode =
+				r->TopicResults.v[i].ResultsByPartition.v[j].PartitionErrorCode;
+		}
 	}
-	err = txn_add_partitions(tc, a->V3AndBelowTransactionalId, a->V3AndBelowProducerId, a->V3AndBelowProducerEpoch,
-				 tps, n);
-	h_txn_add_parts_set(resp, h_txn_kerr(rq, err, 2), false);
-	return h_txn_reply(rq, h_txn_add_parts_fail);
+}
+
+static void h_txn_add_parts_fail(struct req *rq)
+{
+	struct AddPartitionsToTxnResponse *resp = rq->out;
+
+	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
+		for (int32_t j = 0; j < resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.n; j++)
+			resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.v[j].PartitionErrorCode =
+				KERR_COORDINATOR_NOT_AVAILABLE;
+	for (int32_t i = 0; i < resp->ResultsByTransaction.n; i++)
+		h_txn_add_parts_set(&resp->ResultsByTransaction.v[i], KERR_COORDINATOR_NOT_AVAILABLE, false);
+}
+
+int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
+{
+	const struct AddPartitionsToTxnRequest *a = in;
+	struct AddPartitionsToTxnResponse *resp = out;
+	struct txn_coord *tc = h_txn_coord(rq);
+
+	if (rq->hdr.api_version < 4) {
+		struct AddPartitionsToTxnTransaction txn;
+		struct AddPartitionsToTxnResult r;
+
+		AddPartitionsToTxnResult_init(&r);
+		h_txn_add_parts_v3_in(rq, a, &txn);
+		h_txn_add_one(rq, tc, &txn, &r);
+		h_txn_add_parts_v3_out(rq, &r, resp);
+	} else {
+		resp->ResultsByTransaction.n = a->Transactions.n > 0 ? a->Transactions.n : 0;
+		resp->ResultsByTransaction.v =
+			req_alloc(rq, (size_t)resp->ResultsByTransaction.n, sizeof(*resp->ResultsByTransaction.v));
+		for (int32_t i = 0; i < resp->ResultsByTransaction.n; i++)
+			h_txn_add_one(rq, tc, &a->Transactions.v[i], &resp->ResultsByTransaction.v[i]);
+	}
+	return tc ? h_txn_reply(rq, h_txn_add_parts_fail) : H_REPLY;
 }
 
 /* ---- AddOffsetsToTxn ---- */

@@ -11,8 +11,10 @@ Raw Produce v3 (tests/lib/idemwire.py) of a transactional batch, sequence 0:
   * the id's producer, partition not added to a transaction -> INVALID_TXN_STATE (48)
 Nothing of these is appended: a plain record then lands at offset 0, the
 LSO equals the high watermark, a read_committed consumer gets the plain
-record.  After AddPartitionsToTxn the same batch is accepted, the LSO
-waits for it, and EndTxn(commit) releases it.
+record.  AddPartitionsToTxn v4 VerifyOnly (what a partition leader asks
+the coordinator in a cluster) gives the same verdicts per partition.
+After AddPartitionsToTxn the same batch is accepted, the LSO waits for
+it, and EndTxn(commit) releases it.
 Runtime ~3 s.
 """
 import os
@@ -57,6 +59,26 @@ def add_partition(cl, txn_id, pid, epoch):
     return r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16()))))[0][1][0][1]
 
 
+def verify_v4(cl, txn_id, pid, epoch, partitions):
+    """AddPartitionsToTxn v4 VerifyOnly of TOPIC's partitions -> [(partition, error)]."""
+    u = iw.uvarint
+    body = (u(2) + iw.compact_nstring(txn_id) + kw.i64(pid) + kw.i16(epoch) + kw.i8(1) +
+            u(2) + iw.compact_nstring(TOPIC) + u(len(partitions) + 1) + b"".join(kw.i32(p) for p in partitions) +
+            u(0) + u(0) + u(0))
+    r = cl.call(24, 4, body, flexible=True)
+    r.i32()
+    eq(r.i16(), 0, "AddPartitionsToTxn v4 top-level error")
+    eq(iw.read_uvarint(r), 2, "one transaction result")
+    eq(iw.read_compact_string(r), txn_id, "transactional id")
+    eq(iw.read_uvarint(r), 2, "one topic result")
+    eq(iw.read_compact_string(r), TOPIC, "topic")
+    out = []
+    for _ in range(iw.read_uvarint(r) - 1):
+        out.append((r.i32(), r.i16()))
+        iw.read_uvarint(r)  # tagged fields
+    return out
+
+
 def end_txn(cl, txn_id, pid, epoch, commit):
     r = cl.call(26, 0, kw.string(txn_id) + kw.i64(pid) + kw.i16(epoch) + kw.i8(1 if commit else 0))
     r.i32()
@@ -83,8 +105,12 @@ def test():
         eq(offsets(b, "read_committed"), 1, "LSO not held by the refused batches")
         eq(offsets(b, "read_uncommitted"), 1, "HW")
         eq(read_committed(b, 1), [b"plain-0"], "read_committed consumer")
+        eq(verify_v4(cl, "real", pid, epoch2, [0, 1]), [(0, 48), (1, 48)], "v4 VerifyOnly: not in a transaction")
+        eq(verify_v4(cl, "ghost", pid, epoch2, [0]), [(0, 49)], "v4 VerifyOnly: unknown id")
         # the verified path: added, then accepted, LSO held until the commit
         eq(add_partition(cl, "real", pid, epoch2), 0, "AddPartitionsToTxn")
+        eq(verify_v4(cl, "real", pid, epoch2, [0, 1]), [(0, 0), (1, 48)], "v4 VerifyOnly after AddPartitions")
+        eq(verify_v4(cl, "real", pid, epoch2 - 1, [0]), [(0, 90)], "v4 VerifyOnly: fenced epoch")
         eq(cl.produce(TOPIC, 0, stray, txn_id="real")[0:2], (0, 1), "transactional batch after AddPartitions")
         second = iw.batch(1, pid=pid, epoch=epoch2, seq=1, value=b"second", transactional=True)
         eq(cl.produce(TOPIC, 0, second, txn_id="real")[0:2], (0, 2), "second batch of the transaction")
