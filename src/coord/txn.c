@@ -42,7 +42,7 @@
  *   WRITTEN) --synced--> (DONE) Complete* appended
  *
  * A marker that cannot be appended stays TODO, a failed fsync leaves its
- * step to be synced again: txn_coord_on_retry retries both.  A Prepare*
+ * step to be synced again: txn_coord_retry retries both.  A Prepare*
  * found at start-up is completed the same way: writing a marker twice is
  * harmless (the second finds no open transaction of that producer).
  * Completing transactions are on tc->completing; one in Prepare* is
@@ -91,7 +91,7 @@ struct txn {
 	uint8_t *marks;       /* enum txn_mark per tps[i]; NULL when not completing */
 	uint64_t wait_ticket; /* the fsync round awaited, 0 = none */
 	bool prepared;        /* the Prepare* record is durable */
-	bool retry;           /* a step failed: txn_coord_on_retry does it again */
+	bool retry;           /* a step failed: txn_coord_retry does it again */
 	txn_done_fn *done;    /* the EndTxn waiting for the outcome */
 	void *done_arg;
 	struct txn *cnext; /* tc->completing */
@@ -470,7 +470,11 @@ void txn_coord_on_synced(struct txn_coord *tc)
 
 static void txn_coord_on_retry(struct loop_timer *t)
 {
-	struct txn_coord *tc = (struct txn_coord *)((char *)t - offsetof(struct txn_coord, retry_timer));
+	txn_coord_retry((struct txn_coord *)((char *)t - offsetof(struct txn_coord, retry_timer)));
+}
+
+void txn_coord_retry(struct txn_coord *tc)
+{
 	struct txn *txn = tc->completing, *next;
 
 	for (; txn; txn = next) {

@@ -153,6 +153,8 @@ int16_t txn_verify_partition(struct txn_coord *tc, struct kstr id, int64_t produ
 
 /* An fsync round finished: moves on the transactions waiting for it. */
 void txn_coord_on_synced(struct txn_coord *tc);
+/* Retries the completion steps that failed (also the coordinator's timer, every TXN_RETRY_MS). */
+void txn_coord_retry(struct txn_coord *tc);
 
 /* DescribeTransactions: false if the id is unknown. */
 bool txn_describe(struct txn_coord *tc, struct kstr id, struct txn_info *out);
