@@ -76,13 +76,13 @@ static uint64_t h_txn_written(void *arg, struct part *part)
 	return park_sync_on_ack(&b->cfg) ? syncer_want(b->syncer, part) : 0;
 }
 
-static bool h_txn_synced(void *arg, uint64_t ticket, bool *failed)
+static bool h_txn_synced(void *arg, uint64_t first, uint64_t last, bool *failed)
 {
 	struct broker *b = arg;
 
-	if (syncer_done(b->syncer) < ticket)
+	if (syncer_done(b->syncer) < last)
 		return false;
-	*failed = syncer_failed(b->syncer, ticket);
+	*failed = syncer_failed(b->syncer, first); /* a failed round at or after first */
 	return true;
 }
 

@@ -89,7 +89,8 @@ struct txn {
 	struct txn *hnext;
 	/* while completing (Prepare*), see txn_advance */
 	uint8_t *marks;       /* enum txn_mark per tps[i]; NULL when not completing */
-	uint64_t wait_ticket; /* the fsync round awaited, 0 = none */
+	uint64_t wait_first;  /* the first fsync round awaited (of the step's writes), 0 = none */
+	uint64_t wait_ticket; /* the last one */
 	bool prepared;        /* the Prepare* record is durable */
 	bool retry;           /* a step failed: txn_coord_retry does it again */
 	txn_done_fn *done;    /* the EndTxn waiting for the outcome */
@@ -107,6 +108,7 @@ struct txn_coord {
 	struct txn *buckets[TXN_BUCKETS];
 	uint64_t ticket;        /* fsync ticket of writes since txn_coord_take_ticket */
 	struct txn *completing; /* transactions in Prepare*, see txn_advance */
+	bool *epoch_bumped;     /* per partition of parts: txn_coordinator_epoch bumped it */
 	struct loop_timer timer;
 	struct loop_timer retry_timer;
 	struct loop_timer expire_timer;
@@ -294,10 +296,35 @@ static int16_t txn_move(struct txn_coord *tc, struct txn *txn, enum txn_state to
 
 /* ---- completion: markers ---- */
 
-/* The coordinator epoch of txn: the leader epoch of its __transaction_state partition. */
-static int32_t txn_coordinator_epoch(const struct txn_coord *tc, const struct txn *txn)
+/* The current step also waits for fsync round tk (0: none). */
+static void txn_wait_on(struct txn *txn, uint64_t tk)
 {
-	return part_leader_epoch(tc->parts[txn_store_partition_of(tc->nparts, kstr_c(txn->id))]);
+	if (!tk)
+		return;
+	txn->wait_first = txn->wait_first && txn->wait_first < tk ? txn->wait_first : tk;
+	txn->wait_ticket = txn->wait_ticket > tk ? txn->wait_ticket : tk;
+}
+
+/*
+ * The coordinator epoch of txn: the leader epoch of its __transaction_state
+ * partition, bumped before this coordinator's first marker from that
+ * partition (as a Kafka broker taking the partition over), so it is above
+ * every epoch an earlier run wrote into a marker.  Lazily: a start-up
+ * writes no checkpoint for partitions whose ids send no marker.
+ */
+static int32_t txn_coordinator_epoch(struct txn_coord *tc, const struct txn *txn)
+{
+	int32_t i = txn_store_partition_of(tc->nparts, kstr_c(txn->id));
+	struct part *part = tc->parts[i];
+
+	if (!tc->epoch_bumped[i]) {
+		int err = part_set_leader_epoch(part, part_leader_epoch(part) + 1);
+
+		if (err)
+			log_warn("%s-%d: cannot record the coordinator epoch: %s", TXN_STORE_TOPIC, i, strerror(-err));
+		tc->epoch_bumped[i] = true;
+	}
+	return part_leader_epoch(part);
 }
 
 /* Appends the marker of tps[i]; true if it is appended or needs none (TODO -> WRITTEN/DONE). */
@@ -307,7 +334,6 @@ static bool txn_write_marker(struct txn_coord *tc, struct txn *txn, int32_t i, b
 	struct marker m = { txn->producer_id, txn->epoch, txn_coordinator_epoch(tc, txn), commit };
 	struct part_append_info info;
 	struct part *part;
-	uint64_t tk;
 	int err = tc->ops.part(tc->arg, tp->topic, tp->partition, &part);
 
 	if (err == -ENOENT) {
@@ -330,8 +356,7 @@ static bool txn_write_marker(struct txn_coord *tc, struct txn *txn, int32_t i, b
 	}
 	if (!strcmp(tp->topic, TXN_OFFSETS_TOPIC))
 		tc->ops.offsets_complete(tc->arg, txn->producer_id, commit);
-	tk = tc->ops.written(tc->arg, part);
-	txn->wait_ticket = tk > txn->wait_ticket ? tk : txn->wait_ticket;
+	txn_wait_on(txn, tc->ops.written(tc->arg, part));
 	txn->marks[i] = TXN_MARK_WRITTEN;
 	return true;
 }
@@ -345,18 +370,15 @@ static void txn_resync(struct txn_coord *tc, struct txn *txn)
 	struct part *part = tc->parts[txn_store_partition_of(tc->nparts, kstr_c(txn->id))];
 
 	if (!txn->prepared)
-		txn->wait_ticket = tc->ops.written(tc->arg, part);
+		txn_wait_on(txn, tc->ops.written(tc->arg, part));
 	for (int32_t i = 0; i < txn->ntps; i++) {
-		uint64_t tk;
-
 		if (txn->marks[i] != TXN_MARK_WRITTEN)
 			continue;
 		if (tc->ops.part(tc->arg, txn->tps[i].topic, txn->tps[i].partition, &part)) {
 			txn->marks[i] = TXN_MARK_TODO; /* offline now: append it again once it is back */
 			continue;
 		}
-		tk = tc->ops.written(tc->arg, part);
-		txn->wait_ticket = tk > txn->wait_ticket ? tk : txn->wait_ticket;
+		txn_wait_on(txn, tc->ops.written(tc->arg, part));
 	}
 }
 
@@ -407,9 +429,9 @@ static void txn_advance(struct txn_coord *tc, struct txn *txn)
 	bool commit = txn->state == TXN_PREPARE_COMMIT, failed = false, todo = false;
 
 	assert(txn->state == TXN_PREPARE_COMMIT || txn->state == TXN_PREPARE_ABORT);
-	if (txn->retry || (txn->wait_ticket && !tc->ops.synced(tc->arg, txn->wait_ticket, &failed)))
+	if (txn->retry || (txn->wait_ticket && !tc->ops.synced(tc->arg, txn->wait_first, txn->wait_ticket, &failed)))
 		return;
-	txn->wait_ticket = 0;
+	txn->wait_first = txn->wait_ticket = 0;
 	if (failed) {
 		log_error("'%s': an fsync of the transaction's writes failed; retrying every %d ms", txn->id,
 			  TXN_RETRY_MS);
@@ -444,7 +466,8 @@ static void txn_start_completion(struct txn_coord *tc, struct txn *txn)
 {
 	assert(!txn->marks);
 	txn->marks = calloc((size_t)(txn->ntps > 0 ? txn->ntps : 1), 1);
-	txn->wait_ticket = txn->ticket;
+	txn->wait_first = txn->wait_ticket = 0;
+	txn_wait_on(txn, txn->ticket);
 	txn->prepared = false;
 	txn->retry = false;
 	txn->cnext = tc->completing;
@@ -832,6 +855,7 @@ void txn_coord_free(struct txn_coord *tc)
 			tc->buckets[b] = txn->hnext;
 			txn_free(txn);
 		}
+	free(tc->epoch_bumped);
 	free(tc);
 }
 
@@ -867,20 +891,6 @@ static void txn_on_record(void *arg, struct kstr id, const struct txn_store_valu
 			log_error("%s: out of memory loading '%s'", TXN_STORE_TOPIC, txn->id);
 }
 
-/*
- * A new coordinator epoch: each __transaction_state partition's leader
- * epoch + 1, as a Kafka coordinator taking over the partition.
- */
-static void txn_coord_bump_epochs(struct part **parts, int32_t nparts)
-{
-	for (int32_t i = 0; i < nparts; i++) {
-		int err = part_set_leader_epoch(parts[i], part_leader_epoch(parts[i]) + 1);
-
-		if (err)
-			log_warn("%s-%d: cannot record the coordinator epoch: %s", TXN_STORE_TOPIC, i, strerror(-err));
-	}
-}
-
 int txn_coord_attach(struct txn_coord *tc, struct part **parts, int32_t nparts)
 {
 	int err = txn_store_load(parts, nparts, txn_on_record, tc);
@@ -888,16 +898,17 @@ int txn_coord_attach(struct txn_coord *tc, struct part **parts, int32_t nparts)
 
 	if (err)
 		return err;
+	tc->epoch_bumped = calloc((size_t)nparts, sizeof(*tc->epoch_bumped));
+	if (!tc->epoch_bumped)
+		return -ENOMEM;
 	tc->parts = parts;
 	tc->nparts = nparts;
-	txn_coord_bump_epochs(parts, nparts);
 	for (int b = 0; b < TXN_BUCKETS; b++)
 		for (struct txn *txn = tc->buckets[b]; txn; txn = txn->hnext) {
 			n++;
 			if (!txn_completing(txn))
 				continue;
-			log_info("'%s': finishing the %s left at the last stop (coordinator epoch %d)", txn->id,
-				 txn_state_name(txn->state), txn_coordinator_epoch(tc, txn));
+			log_info("'%s': finishing the %s left at the last stop", txn->id, txn_state_name(txn->state));
 			/* the record may be in the page cache only (a crash): markers once it is durable */
 			txn->ticket = tc->ops.written(tc->arg, parts[txn_store_partition_of(nparts, kstr_c(txn->id))]);
 			txn_start_completion(tc, txn);

@@ -25,9 +25,9 @@
  * txn.c.
  *
  * The coordinator epoch written into markers is the leader epoch of the
- * id's __transaction_state partition, bumped each time the coordinator
- * loads it (as a new Kafka coordinator's), so a partition can refuse
- * markers from an older coordinator (log/marker.h).
+ * id's __transaction_state partition, bumped once per run before the
+ * first marker from it (as a new Kafka coordinator's), so a partition can
+ * refuse markers from an older coordinator (log/marker.h).
  *
  * One event-loop thread calls everything; the timeout timer runs on it.
  */
@@ -71,8 +71,12 @@ struct txn_coord_ops {
 	void (*offsets_complete)(void *arg, int64_t producer_id, bool commit);
 	/* part was appended to: returns the fsync ticket covering it (0 = none needed). */
 	uint64_t (*written)(void *arg, struct part *part);
-	/* True once the fsync round ticket is done; OUT *failed: a sync up to it failed. */
-	bool (*synced)(void *arg, uint64_t ticket, bool *failed);
+	/*
+	 * True once fsync rounds first..last are done; OUT *failed: a sync in
+	 * one of them failed (a step's writes may be synced in several rounds:
+	 * the last round succeeding says nothing of the earlier ones).
+	 */
+	bool (*synced)(void *arg, uint64_t first, uint64_t last, bool *failed);
 };
 
 /* Called once when an EndTxn that could not finish at once has: err is its answer. */

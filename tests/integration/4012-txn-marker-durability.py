@@ -66,11 +66,13 @@ def create(b, *topics):
 
 def start_txn(b, txn_id, records):
     p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": txn_id, "linger.ms": 0})
+    errors = []
     p.init_transactions(30)
     p.begin_transaction()
     for topic, value in records:
-        p.produce(topic, value=value, partition=0)
+        p.produce(topic, value=value, partition=0, on_delivery=lambda err, msg: errors.append(err))
     eq(p.flush(30), 0, "records acknowledged")
+    eq(errors, [None] * len(records), "delivery reports")
     return p
 
 

@@ -30,6 +30,7 @@ struct fx {
 	struct loop *loop;
 	struct part *store; /* __transaction_state-0 */
 	struct part *data;  /* the transaction's partition "data-0" */
+	struct part *data1; /* "data-1" */
 	bool data_offline;
 	uint64_t next_ticket; /* last ticket handed out */
 	uint64_t done;        /* rounds done up to this */
@@ -56,10 +57,10 @@ static int op_part(void *arg, const char *topic, int32_t partition, struct part 
 {
 	struct fx *fx = arg;
 
-	if (strcmp(topic, "data") || partition != 0)
+	if (strcmp(topic, "data") || partition < 0 || partition > 1)
 		return -ENOENT;
-	*out = fx->data;
-	return fx->data_offline ? -EIO : 0;
+	*out = partition ? fx->data1 : fx->data;
+	return fx->data_offline && !partition ? -EIO : 0;
 }
 
 static int op_new_pid(void *arg, int64_t *id)
@@ -84,13 +85,13 @@ static uint64_t op_written(void *arg, struct part *part)
 	return ++fx->next_ticket;
 }
 
-static bool op_synced(void *arg, uint64_t ticket, bool *failed)
+static bool op_synced(void *arg, uint64_t first, uint64_t last, bool *failed)
 {
 	struct fx *fx = arg;
 
-	if (fx->done < ticket)
+	if (fx->done < last)
 		return false;
-	*failed = fx->failed >= ticket;
+	*failed = fx->failed >= first;
 	return true;
 }
 
@@ -120,6 +121,7 @@ static int fx_setup(void **state)
 	assert_int_equal(loop_new(&fx->loop), 0);
 	fx->store = fx_open(fx, "__transaction_state-0");
 	fx->data = fx_open(fx, "data-0");
+	fx->data1 = fx_open(fx, "data-1");
 	fx_coord(fx);
 	*state = fx;
 	return 0;
@@ -132,6 +134,7 @@ static int fx_teardown(void **state)
 
 	txn_coord_free(fx->tc);
 	part_close(fx->data);
+	part_close(fx->data1);
 	part_close(fx->store);
 	loop_free(fx->loop);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->root);
@@ -217,6 +220,34 @@ static void test_failed_sync_retried(void **state)
 	assert_int_equal(fx->done_calls, 1);
 }
 
+/* The markers of one step synced in two rounds, the first failing: not durable. */
+static void test_earlier_round_failed(void **state)
+{
+	struct fx *fx = *state;
+	struct txn_tp tps[2] = { { "data", 0 }, { "data", 1 } };
+	uint64_t first;
+	int64_t pid;
+	int16_t epoch;
+	bool pending;
+
+	fx_sync(fx, true);
+	assert_int_equal(txn_init_producer(fx->tc, ID, 60000, -1, -1, &pid, &epoch), KERR_NONE);
+	assert_int_equal(txn_add_partitions(fx->tc, ID, pid, epoch, tps, 2), KERR_NONE);
+	assert_int_equal(txn_end(fx->tc, ID, pid, epoch, true, on_done, fx, &pending), KERR_NONE);
+	assert_true(pending);
+	first = fx->next_ticket + 1;
+	fx_sync(fx, true); /* Prepare* durable: both markers written, one ticket each */
+	assert_int_equal(fx->next_ticket, first + 1);
+	fx->failed = first; /* the first marker's round failed, the second's did not */
+	fx_sync(fx, true);
+	assert_int_equal(fx_state(fx), TXN_PREPARE_COMMIT);
+	txn_coord_retry(fx->tc);
+	fx_sync(fx, true);
+	assert_int_equal(fx_state(fx), TXN_COMPLETE_COMMIT);
+	assert_int_equal(part_log_end_offset(fx->data), 1);
+	assert_int_equal(part_log_end_offset(fx->data1), 1);
+}
+
 static void test_offline_retried(void **state)
 {
 	struct fx *fx = *state;
@@ -252,11 +283,11 @@ static void test_attach_completes(void **state)
 	assert_int_equal(fx->done_calls, 1);
 	assert_int_equal(fx->done_err, KERR_COORDINATOR_NOT_AVAILABLE);
 	assert_int_equal(part_log_end_offset(fx->data), 0);
-	fx_coord(fx); /* a restart: reloads, a new coordinator epoch */
-	assert_int_equal(part_leader_epoch(fx->store), epoch_before + 1);
+	fx_coord(fx); /* a restart: reloads, a new coordinator epoch at its first marker */
 	assert_int_equal(fx_state(fx), TXN_PREPARE_COMMIT);
 	fx_sync(fx, true);
 	assert_int_equal(part_log_end_offset(fx->data), 1);
+	assert_int_equal(part_leader_epoch(fx->store), epoch_before + 1);
 	fx_sync(fx, true);
 	assert_int_equal(fx_state(fx), TXN_COMPLETE_COMMIT);
 	assert_int_equal(pstate_find(part_pstate(fx->data), pid)->coordinator_epoch, epoch_before + 1);
@@ -288,6 +319,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_order, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_failed_sync_retried, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_earlier_round_failed, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_offline_retried, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_attach_completes, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_expire, fx_setup, fx_teardown),
