@@ -35,7 +35,7 @@ const struct api_entry api_table[API_COUNT] = {
 	[API_IncrementalAlterConfigs] = { h_incremental_alter_configs, 0, 1 },
 	[API_InitProducerId] = { h_init_producer_id, 0, 4 },
 	/* transactions (h_txn.c) */
-	[API_AddPartitionsToTxn] = { h_add_partitions_to_txn, 0, 3 },
+	[API_AddPartitionsToTxn] = { h_add_partitions_to_txn, 0, 4 },
 	[API_AddOffsetsToTxn] = { h_add_offsets_to_txn, 0, 3 },
 	[API_EndTxn] = { h_end_txn, 0, 3 },
 	[API_TxnOffsetCommit] = { h_txn_offset_commit, 0, 3 },

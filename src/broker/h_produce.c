@@ -15,6 +15,14 @@
  * (after the same fsync as any acks=all answer), never appended twice.
  * Requests run one at a time on the event-loop thread, so the check and
  * the append of one batch are never interleaved with another's.
+ *
+ * Transactions (KIP-890 part 1): a transactional batch is appended only
+ * if the transaction coordinator has added this partition to the
+ * producer's ongoing transaction (txns_verify_produce), unless the
+ * partition already holds that producer's open transaction at that
+ * epoch.  A stray transactional batch would otherwise open a
+ * transaction no coordinator will ever end, and hold the last stable
+ * offset (and every read_committed consumer) at it for good.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -87,6 +95,21 @@ static void produce_idem_warn(struct req *rq, const struct topic *t, int32_t par
 		 t->name, partition, why, (long long)h->producer_id, h->producer_epoch, h->base_sequence);
 }
 
+/* KIP-890: a transactional batch h may be appended (else out->ErrorCode is set). */
+static bool produce_txn_verified(struct req *rq, const struct topic *t, struct part *part,
+				 const struct ProduceRequestPartition *in, const struct batch_hdr *h,
+				 struct ProduceResponsePartition *out)
+{
+	const struct ProduceRequest *preq = rq->in;
+	const struct pstate_entry *e = pstate_find(part_pstate(part), h->producer_id);
+
+	if (e && e->epoch == h->producer_epoch && e->txn_first_offset >= 0)
+		return true; /* verified when the transaction's first batch was appended */
+	out->ErrorCode = txns_verify_produce(rq->b, preq->TransactionalId, h->producer_id, h->producer_epoch,
+					     kstr_c(t->name), in->Index);
+	return out->ErrorCode == KERR_NONE;
+}
+
 /*
  * Checks the batch of an idempotent producer against the partition's
  * producer state.  Returns true if the records may be appended (also for
@@ -113,7 +136,10 @@ static bool produce_idem_check(struct req *rq, const struct topic *t, struct par
 	}
 	switch (pstate_check(part_pstate(part), &h, &orig)) {
 	case PSTATE_APPEND:
-		return true;
+		if (!records_is_transactional(&h) || produce_txn_verified(rq, t, part, in, &h, out))
+			return true;
+		why = "the partition is not in an ongoing transaction of this producer";
+		goto out_reject;
 	case PSTATE_DUPLICATE:
 		*dup = true;
 		out->BaseOffset = orig.first_offset;

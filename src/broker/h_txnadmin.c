@@ -28,6 +28,7 @@
  * UNKNOWN_TOPIC_OR_PARTITION (offline: registry_part_error), a failed
  * append KAFKA_STORAGE_ERROR.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -37,6 +38,7 @@
 #include "broker/registry.h"
 #include "broker/syncer.h"
 #include "coord/group.h"
+#include "log/marker.h"
 #include "log/partition.h"
 #include "log/pstate.h"
 #include "proto/kerr.h"
@@ -128,24 +130,22 @@ int h_describe_producers(struct req *rq, const void *in, void *out)
 static int16_t txnadmin_mark(struct req *rq, const struct WriteTxnMarkersRequestMarker *m, struct part *part,
 			     uint64_t *ticket)
 {
-	const struct pstate_entry *e = pstate_find(part_pstate(part), m->ProducerId);
+	const struct marker mk = {
+		.producer_id = m->ProducerId,
+		.producer_epoch = m->ProducerEpoch,
+		.coordinator_epoch = m->CoordinatorEpoch,
+		.commit = m->TransactionResult,
+	};
 	struct part_append_info info;
-	int64_t now = clock_wall_ms();
-	struct wr w;
 	int err;
 
 	if (m->ProducerId < 0 || m->ProducerEpoch < 0)
 		return KERR_INVALID_REQUEST; /* a marker belongs to a producer */
-	if (e && m->ProducerEpoch < e->epoch)
+	err = marker_append(part, &mk, clock_wall_ms(), &info);
+	if (err == -EPERM)
 		return KERR_INVALID_PRODUCER_EPOCH;
-	if (e && m->CoordinatorEpoch < e->coordinator_epoch)
+	if (err == -ESTALE)
 		return KERR_TRANSACTION_COORDINATOR_FENCED;
-	wr_init(&w);
-	err = records_build_control(&w, m->ProducerId, m->ProducerEpoch, m->TransactionResult, m->CoordinatorEpoch,
-				    now);
-	if (!err)
-		err = w.err ? w.err : part_append(part, w.buf, w.len, now, &info);
-	wr_release(&w);
 	if (err) {
 		log_error("%s: cannot append a marker of producer %" PRId64 ": %s", conn_peer(rq->c), m->ProducerId,
 			  strerror(-err));

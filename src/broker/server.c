@@ -305,6 +305,7 @@ static void server_housekeeping(struct loop_timer *t)
 static void server_on_wake(void *arg)
 {
 	park_on_synced(arg); /* acks=all produce, OffsetCommit */
+	txns_on_synced(arg); /* transaction markers and their completion */
 }
 
 void broker_after_events(void *arg)

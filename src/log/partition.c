@@ -28,6 +28,8 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+#define PART_MARKER_BYTES_MAX 4096 /* a marker batch is ~80 bytes */
+
 void part_cfg_default(struct part_cfg *cfg)
 {
 	cfg->segment_bytes = 1LL << 30;
@@ -260,6 +262,26 @@ static int part_init_epochs(struct part *part, int32_t leader_epoch)
 	return changed ? epochs_write(ep, part->dir_fd, part->dir) : 0;
 }
 
+/* The coordinator epoch of a marker batch at p (transactions, log/marker.h). */
+static void part_apply_marker(struct part *part, const uint8_t *p, const struct batch_hdr *h)
+{
+	bool commit;
+	int32_t coordinator_epoch;
+
+	if (records_is_control(h) && h->producer_id >= 0 && !records_control_parse(p, h, &commit, &coordinator_epoch))
+		pstate_set_coordinator_epoch(&part->pstate, h->producer_id, coordinator_epoch);
+}
+
+/* part_apply_marker for a marker batch read from seg at pos (a rebuild: headers only otherwise). */
+static void part_scan_marker(struct part *part, struct seg *seg, int64_t pos, const struct batch_hdr *h)
+{
+	uint8_t buf[PART_MARKER_BYTES_MAX];
+
+	if (records_is_control(h) && h->size <= (int64_t)sizeof(buf) &&
+	    pread(seg->log->fd, buf, (size_t)h->size, pos) == h->size)
+		part_apply_marker(part, buf, h);
+}
+
 /* Applies every batch header from offset from to the LEO to the producer state. */
 static int part_scan_pstate(struct part *part, int64_t from, int64_t *batches)
 {
@@ -276,6 +298,7 @@ static int part_scan_pstate(struct part *part, int64_t from, int64_t *batches)
 			rc = pstate_apply(&part->pstate, &h);
 			if (rc)
 				return rc;
+			part_scan_marker(part, seg, it.pos, &h);
 			++*batches;
 			seg_iter_skip(&it, &h);
 			rc = seg_iter_next(&it, &h);
@@ -564,6 +587,7 @@ static void part_apply_pstate(struct part *part, const uint8_t *blob, size_t len
 		if (!rc)
 			rc = pstate_apply(&part->pstate, &h);
 		assert(rc == 0); /* parsed by append_plan, room reserved */
+		part_apply_marker(part, blob + off, &h);
 		if (rc)
 			break;
 		off += (size_t)h.size;
@@ -694,6 +718,29 @@ int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max
 	return 0;
 }
 
+int64_t part_read_upper(struct part *part, int64_t offset, const struct fslice *s)
+{
+	int64_t end = s->pos + s->len;
+	const struct seg *seg = NULL;
+	int32_t lo = 0, hi;
+
+	for (int i = part_seg_for(part, offset); i < part->nsegs && !seg; i++)
+		if (part->segs[i]->log == s->ref)
+			seg = part->segs[i];
+	if (!seg)
+		return part->leo;
+	hi = seg->oi.f.n;
+	while (lo < hi) { /* first index entry at or after the slice's end */
+		int32_t mid = lo + (hi - lo) / 2;
+
+		if (offidx_ent(&seg->oi, mid)->pos < end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < seg->oi.f.n ? seg->base_offset + offidx_ent(&seg->oi, lo)->rel + 1 : seg->next_offset;
+}
+
 int64_t part_log_start_offset(const struct part *part)
 {
 	return part->log_start_offset;
@@ -812,6 +859,11 @@ int part_max_timestamp(struct part *part, int64_t *offset_out, int64_t *ts_out)
 }
 
 /* ---- leader epochs ---- */
+
+int32_t part_leader_epoch(const struct part *part)
+{
+	return part->leader_epoch;
+}
 
 int part_set_leader_epoch(struct part *part, int32_t leader_epoch)
 {

@@ -90,6 +90,14 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, st
 int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max_bytes, bool min_one,
 	      struct fslice *out);
 
+/*
+ * An offset above every offset in s, a slice part_read(part, offset, ...)
+ * returned (Kafka's fetchUpperBoundOffset): the last offset of the first
+ * indexed batch that starts at or after the slice's end, else the end of
+ * its segment.  read_committed lists the aborted transactions below it.
+ */
+int64_t part_read_upper(struct part *part, int64_t offset, const struct fslice *s);
+
 int64_t part_log_start_offset(const struct part *part);
 int64_t part_log_end_offset(const struct part *part);
 int64_t part_high_watermark(const struct part *part); /* = LEO on a single node today */
@@ -125,6 +133,8 @@ int part_retain(struct part *part, int64_t now_ms);
  */
 struct pstate *part_pstate(struct part *part);
 
+/* The leader epoch stamped into appends (the transaction coordinator's epoch on __transaction_state). */
+int32_t part_leader_epoch(const struct part *part);
 /* Leader epoch: stamps later appends and records (epoch, LEO) in the cache. 0 or -errno. */
 int part_set_leader_epoch(struct part *part, int32_t leader_epoch);
 /* OffsetForLeaderEpoch: false if no epoch <= epoch is known. */

@@ -235,8 +235,7 @@ int pstate_apply(struct pstate *ps, const struct batch_hdr *h)
 	e->last_ts = h->max_timestamp;
 	ps->dirty = true;
 	if (records_is_control(h)) {
-		/* TODO(transactions): coordinator_epoch from the marker value */
-		e->txn_first_offset = -1;
+		e->txn_first_offset = -1; /* coordinator_epoch: pstate_set_coordinator_epoch */
 		return 0;
 	}
 	if (records_is_transactional(h) && e->txn_first_offset < 0)
@@ -249,6 +248,16 @@ int pstate_apply(struct pstate *ps, const struct batch_hdr *h)
 			       .max_ts = h->max_timestamp,
 		       });
 	return 0;
+}
+
+void pstate_set_coordinator_epoch(struct pstate *ps, int64_t producer_id, int32_t coordinator_epoch)
+{
+	const struct pstate_entry *e = pstate_find(ps, producer_id);
+
+	if (e && e->coordinator_epoch != coordinator_epoch) {
+		((struct pstate_entry *)e)->coordinator_epoch = coordinator_epoch;
+		ps->dirty = true;
+	}
 }
 
 /* ---- expiry and head truncation ---- */

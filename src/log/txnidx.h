@@ -23,7 +23,10 @@
  *       2   8 producerId         i64
  *      10   8 firstOffset        i64  first offset of the aborted transaction
  *      18   8 lastOffset         i64  offset of its ABORT marker
- *      26   8 lastStableOffset   i64  LSO when the marker was written
+ *      26   8 lastStableOffset   i64  LSO when the marker was written, not
+ *                                         counting the aborted transaction itself
+ *                                         (as Kafka): no transaction aborted
+ *                                         later starts below it
  *
  * Files are written with one pwrite per entry (not fsynced).  On open
  * after a clean shutdown the files are loaded and trusted; after a crash
@@ -82,6 +85,9 @@ int64_t txnidx_last_stable_offset(struct part *part);
  * The aborted transactions overlapping [from, upper): lastOffset >= from
  * and firstOffset < upper (Kafka's TransactionIndex.collectAbortedTxns).
  * Writes at most max entries to out; returns how many matched in total.
+ * Cost: a binary search for the first lastOffset >= from, then a walk that
+ * stops at the first entry whose lastStableOffset >= upper (no later
+ * entry can start below upper), so it never scans the whole index.
  */
 int txnidx_collect(struct part *part, int64_t from, int64_t upper, struct txnidx_entry *out, int max);
 
