@@ -293,7 +293,7 @@ static void server_housekeeping(struct loop_timer *t)
 		registry_retain(b->reg, clock_wall_ms());
 		last_retain = now;
 	}
-	if (now - last_ckpt >= 5000) {
+	if (now - last_ckpt >= b->cfg.log_flush_offset_checkpoint_interval_ms) {
 		registry_checkpoint(b->reg);
 		last_ckpt = now;
 	}
@@ -304,7 +304,18 @@ static void server_housekeeping(struct loop_timer *t)
 
 static void server_on_wake(void *arg)
 {
-	park_on_synced(arg); /* acks=all produce, OffsetCommit */
+	struct broker *b = arg;
+
+	park_on_synced(b);  /* acks=all produce, OffsetCommit */
+	b->appended = true; /* a round moved high watermarks: parked fetches may be answered */
+}
+
+/* The syncer thread saw a sync fail: nothing in the log dir is trusted any more. */
+static void server_on_sync_fail(void *arg, int err)
+{
+	struct broker *b = arg;
+
+	registry_fail_dir(b->reg, err);
 }
 
 void broker_after_events(void *arg)
@@ -334,7 +345,7 @@ int server_start(struct broker *b)
 	if (err)
 		return err;
 	snprintf(b->cluster_id, sizeof(b->cluster_id), "%s", registry_cluster_id(b->reg));
-	err = syncer_start(b->loop, &b->syncer);
+	err = syncer_start(b->loop, server_on_sync_fail, b, &b->syncer);
 	if (!err)
 		err = groups_start(b); /* h_group.c: loads __consumer_offsets */
 	if (!err)
