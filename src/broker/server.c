@@ -284,11 +284,11 @@ static int server_signals(struct broker *b)
 static void server_housekeeping(struct loop_timer *t)
 {
 	struct broker *b = (struct broker *)((char *)t - offsetof(struct broker, housekeeping));
-	static int64_t last_retain = -1, last_ckpt;
+	static int64_t last_retain = -1, last_ckpt = -1;
 	int64_t now = clock_mono_ms();
 
 	if (last_retain < 0)
-		last_retain = now; /* like Kafka, the first retention pass waits one interval */
+		last_retain = last_ckpt = now; /* like Kafka, the first pass of each waits one interval */
 	if (now - last_retain >= b->cfg.log_retention_check_interval_ms) {
 		registry_retain(b->reg, clock_wall_ms());
 		last_retain = now;

@@ -52,7 +52,7 @@ def test():
         pid2, epoch2 = a2.init_pid()
         eq(a.produce(TOPIC, 0, iw.batch(2, pid, epoch, 0, value=b"before")), (0, 0), "first batch, synced")
 
-        shim.hold()
+        shim.hold(".log")
         shim.fail_next(".log")
         lost = iw.batch(3, pid, epoch, 2, value=b"lost")
         corr = a.send_produce(TOPIC, 0, lost)

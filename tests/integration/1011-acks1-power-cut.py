@@ -9,7 +9,8 @@ consumer must read all 2000 records: the syncer syncs whatever is unsynced,
 rolled segments included, not only what an acks=all request waits for.
 Then the recovery point moves with it: with
 log.flush.offset.checkpoint.interval.ms=500 the checkpoint file shows the
-LEO of the acks=1 partition within a few seconds.
+LEO of the acks=1 partition within a few seconds, and the index files of
+every sealed segment were synced.
 """
 
 import os
@@ -58,6 +59,10 @@ def test():
         check(len(segs) >= 3, "the records span at least 3 segments")
         time.sleep(3)
         ckpt = checkpoint_of(b, TOPIC, 0)
+        synced = shim.synced_sizes()
+        sealed = sorted(segs)[:-1]
+        unsynced = [f for base in sealed for f in (base[:-4] + ".index", base[:-4] + ".timeindex")
+                    if os.path.realpath(os.path.join(b.partition_dir(TOPIC), f)) not in synced]
         b.kill9()
         cut = shim.power_cut(b.data_dir)
         log("power cut: %d bytes lost in %d files" % (sum(cut.values()), len(cut)))
@@ -66,6 +71,7 @@ def test():
         eq(len(got), N, "records read after the power cut")
         eq(got, [b"acks1-%05d" % i for i in range(N)], "records after the power cut")
         eq(ckpt, N, "recovery point checkpointed 3 s after the last acks=1 answer")
+        eq(unsynced, [], "index files of sealed segments never synced")
 
 
 main(test)

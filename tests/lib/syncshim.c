@@ -13,8 +13,9 @@
  *   journal  appended to after every successful sync of a regular file:
  *            "<size>\t<path>\n", size taken by fstat before the real call
  *            (what was written before the call is what the call covers)
- *   hold     while it exists, syncs of regular files wait (polled every
- *            5 ms) before doing anything
+ *   hold     while it exists, syncs of regular files whose path contains
+ *            the text it holds (empty: any file) wait (polled every 5 ms)
+ *            before doing anything
  *   fail     if it exists and the synced file's path contains the text it
  *            holds (empty: any file), the call that manages to unlink it
  *            fails with EIO without syncing: one failure per file created
@@ -46,34 +47,42 @@ static void shim_path(const char *name, char *buf, size_t cap)
 	snprintf(buf, cap, "%s/%s", shim_dir(), name);
 }
 
-static void shim_wait_hold(void)
+/*
+ * True if the control file name exists and path contains the text it
+ * holds (empty: any path).  OUT *control: its full path.
+ */
+static int shim_matches(const char *name, const char *path, char control[PATH_MAX])
 {
-	char hold[PATH_MAX];
-	struct timespec ts = { 0, 5 * 1000 * 1000 };
-
-	shim_path("hold", hold, sizeof(hold));
-	while (access(hold, F_OK) == 0)
-		nanosleep(&ts, NULL);
-}
-
-/* True if this call must fail: the fail file matches path and this call removed it. */
-static int shim_take_fail(const char *path)
-{
-	char fail[PATH_MAX], want[PATH_MAX] = "";
+	char want[PATH_MAX] = "";
 	int fd;
 	ssize_t n;
 
-	shim_path("fail", fail, sizeof(fail));
-	fd = open(fail, O_RDONLY | O_CLOEXEC);
+	shim_path(name, control, PATH_MAX);
+	fd = open(control, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	n = read(fd, want, sizeof(want) - 1);
 	close(fd);
 	want[n > 0 ? n : 0] = '\0';
 	want[strcspn(want, "\n")] = '\0';
-	if (want[0] && !strstr(path, want))
-		return 0;
-	return unlink(fail) == 0;
+	return !want[0] || strstr(path, want) != NULL;
+}
+
+static void shim_wait_hold(const char *path)
+{
+	char hold[PATH_MAX];
+	struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+	while (shim_matches("hold", path, hold))
+		nanosleep(&ts, NULL);
+}
+
+/* True if this call must fail: the fail file matches path and this call removed it. */
+static int shim_take_fail(const char *path)
+{
+	char fail[PATH_MAX];
+
+	return shim_matches("fail", path, fail) && unlink(fail) == 0;
 }
 
 static void shim_journal(const char *path, off_t size)
@@ -104,7 +113,7 @@ static int shim_sync(int fd, const char *name)
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, path, sizeof(path) - 1);
 	path[n > 0 ? n : 0] = '\0';
-	shim_wait_hold();
+	shim_wait_hold(path);
 	if (fstat(fd, &st) < 0)
 		return real(fd);
 	if (shim_take_fail(path)) {

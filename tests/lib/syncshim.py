@@ -2,7 +2,7 @@
 
     shim = SyncShim()                        # builds $BUILD/lib/syncshim.so if needed
     with Broker(env=shim.env()) as b:
-        shim.hold()      # syncs of regular files wait ...
+        shim.hold(".log")  # syncs of .log files wait ...
         shim.release()   # ... until this
         shim.fail_next(".log")   # the next sync of a path containing ".log" fails with EIO
         b.kill9()
@@ -15,7 +15,9 @@ preallocated (their length says nothing) and are checked and rebuilt by the
 broker's recovery anyway.
 """
 
+import atexit
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -39,6 +41,7 @@ def shim_lib():
 class SyncShim:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="gregor-syncshim-")
+        atexit.register(shutil.rmtree, self.dir, True)
         self.lib = shim_lib()
 
     def env(self):
@@ -53,8 +56,10 @@ class SyncShim:
     def _path(self, name):
         return os.path.join(self.dir, name)
 
-    def hold(self):
-        open(self._path("hold"), "w").close()
+    def hold(self, match=""):
+        """Syncs of files whose path contains match (default: any) wait until release()."""
+        with open(self._path("hold"), "w") as f:
+            f.write(match)
 
     def release(self):
         try:
