@@ -322,6 +322,7 @@ void broker_after_events(void *arg)
 {
 	struct broker *b = arg;
 
+	syncer_kick(b->syncer); /* one round for everything this pass appended */
 	if (b->appended) {
 		b->appended = false;
 		fetch_wake(b);

@@ -32,6 +32,7 @@ struct syncer {
 	uint64_t done_round;   /* read by the loop without the lock */
 	uint64_t failed_round; /* first round with a failed sync (0 = none): all later ones fail too */
 	bool stop;
+	bool kick;               /* dirty work marked since the last syncer_kick (mu; also read without it) */
 	syncer_fail_fn *on_fail; /* called once, from this thread, at the first failure */
 	void *fail_arg;
 };
@@ -148,11 +149,21 @@ uint64_t syncer_want(struct syncer *s, struct part *part)
 			s->dirty_cap = cap;
 		}
 		s->dirty[s->ndirty++] = part;
-		pthread_cond_signal(&s->cv);
+		__atomic_store_n(&s->kick, true, __ATOMIC_RELAXED); /* signalled by syncer_kick */
 	}
 	ticket = s->next_round;
 	pthread_mutex_unlock(&s->mu);
 	return ticket;
+}
+
+void syncer_kick(struct syncer *s)
+{
+	if (!__atomic_load_n(&s->kick, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->kick = false;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
 }
 
 uint64_t syncer_done(struct syncer *s)

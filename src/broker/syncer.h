@@ -15,7 +15,10 @@
  *
  * Rounds follow each other without a pause: the next one starts as soon
  * as one finishes and takes every partition marked dirty meanwhile, so
- * whatever is appended is synced within about two rounds.
+ * whatever is appended is synced within about two rounds.  An idle
+ * flusher is woken by syncer_kick() at the end of an event-loop pass, not
+ * by each syncer_want(): every request read in one pass (from all
+ * connections) shares the round that pass starts.
  *
  * A failed sync is final: on_fail(arg, -errno) runs once, on the flusher
  * thread, and that round and every later one fail without syncing
@@ -39,6 +42,8 @@ int syncer_start(struct loop *loop, syncer_fail_fn *on_fail, void *fail_arg, str
 void syncer_stop(struct syncer *s);
 /* Marks part dirty; returns the ticket of the round that will sync it. */
 uint64_t syncer_want(struct syncer *s, struct part *part);
+/* Wakes an idle flusher if anything was marked dirty since the last call (end of each loop pass). */
+void syncer_kick(struct syncer *s);
 /* The last round completed; rounds complete in order. */
 uint64_t syncer_done(struct syncer *s);
 /* True if round ticket failed: a sync failed in it or in an earlier round (the data may not be durable). */
