@@ -28,6 +28,7 @@ struct syncer {
 	int ndirty, dirty_cap;
 	struct part **busy; /* being synced by the thread */
 	int nbusy;
+	int next_busy;         /* busy[next_busy..] are not collected yet: appends to them join this round (mu) */
 	uint64_t next_round;   /* ticket handed to new work */
 	uint64_t done_round;   /* read by the loop without the lock */
 	uint64_t failed_round; /* first round with a failed sync (0 = none): all later ones fail too */
@@ -51,7 +52,12 @@ static int syncer_round(struct syncer *s, struct part **parts, int n, bool broke
 	int failed = broken;
 
 	for (int i = 0; i < n && !failed; i++) {
-		int err = part_sync(parts[i]);
+		int err;
+
+		pthread_mutex_lock(&s->mu);
+		s->next_busy = i + 1; /* from here on part_sync may have collected parts[i] */
+		pthread_mutex_unlock(&s->mu);
+		err = part_sync(parts[i]);
 
 		if (err) {
 			log_error("fdatasync failed: %s: nothing more is synced or acknowledged", strerror(-err));
@@ -79,6 +85,7 @@ static void *syncer_main(void *arg)
 			break;
 		s->busy = s->dirty;
 		s->nbusy = s->ndirty;
+		s->next_busy = 0;
 		s->dirty = NULL;
 		s->ndirty = s->dirty_cap = 0;
 		round = s->next_round++;
@@ -138,6 +145,11 @@ uint64_t syncer_want(struct syncer *s, struct part *part)
 	uint64_t ticket;
 
 	pthread_mutex_lock(&s->mu);
+	if (syncer_has(s->busy + s->next_busy, s->nbusy - s->next_busy, part)) {
+		ticket = s->next_round - 1; /* the running round has yet to collect part: it covers this append */
+		pthread_mutex_unlock(&s->mu);
+		return ticket;
+	}
 	if (!syncer_has(s->dirty, s->ndirty, part)) {
 		if (s->ndirty == s->dirty_cap) {
 			int cap = s->dirty_cap ? s->dirty_cap * 2 : 16;

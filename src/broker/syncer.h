@@ -40,7 +40,11 @@ typedef void syncer_fail_fn(void *arg, int err);
 int syncer_start(struct loop *loop, syncer_fail_fn *on_fail, void *fail_arg, struct syncer **out);
 /* Syncs what is still dirty, stops the thread and frees s. */
 void syncer_stop(struct syncer *s);
-/* Marks part dirty; returns the ticket of the round that will sync it. */
+/*
+ * Marks part dirty; returns the ticket of the round that will sync what
+ * was appended to it so far: the running round if it has yet to reach
+ * part, else the next one.
+ */
 uint64_t syncer_want(struct syncer *s, struct part *part);
 /* Wakes an idle flusher if anything was marked dirty since the last call (end of each loop pass). */
 void syncer_kick(struct syncer *s);
