@@ -288,10 +288,12 @@ int h_produce(struct req *rq, const void *in, void *out)
 
 void produce_flush_policy(struct broker *b, int64_t now_ms)
 {
-	static int64_t last_ms;
+	static int64_t last_ms = -1;
 	struct topic **topics;
 	int n;
 
+	if (last_ms < 0)
+		last_ms = now_ms; /* like Kafka's flusher, the first pass waits one interval */
 	if (b->cfg.log_flush_interval_ms < 0 || now_ms - last_ms < b->cfg.log_flush_interval_ms)
 		return;
 	last_ms = now_ms;
