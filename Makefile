@@ -37,12 +37,14 @@ EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/bin/%)
 ITEST_C_SRC := $(wildcard tests/integration/*.c)
 ITEST_C  := $(ITEST_C_SRC:tests/integration/%.c=$(BUILD)/bin/itest/%)
 
+SYNCSHIM := $(BUILD)/lib/syncshim.so
+
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/bin/unit/%,$(UNIT_SRC))
 
 .PHONY: all deps run test unit integration clean style install bench fuzz fuzz-smoke sanitize-smoke
 .SECONDARY:
-all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS)
+all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS) $(SYNCSHIM)
 
 deps:
 	@sh mk/deps.sh
@@ -78,6 +80,11 @@ $(BUILD)/bin/%: examples/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
 $(BUILD)/bin/itest/%: tests/integration/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -lpthread -lm
+
+# LD_PRELOAD library of the durability tests (tests/lib/syncshim.c); never sanitized
+$(SYNCSHIM): tests/lib/syncshim.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -shared -fPIC $< -o $@ -ldl
 
 run: deps $(BROKER)
 	@mkdir -p data

@@ -138,14 +138,18 @@ static const struct conf_def defs[] = {
 	    "Default topic `min.cleanable.dirty.ratio` (a number between 0 and 1)."),
 	/* flush */
 	I64("log.flush.interval.messages", log_flush_interval_messages, 1, I64MAX, "9223372036854775807", true,
-	    "Force an fsync after this many messages. With the default nothing but acks=all forces a sync: "
-	    "acks=all waits for the data to be on stable storage (group-committed)."),
+	    "Force an fsync after this many messages. With the default (and log.flush.interval.ms unset) "
+	    "everything appended is synced at once, group-committed: acks=all waits for the sync and "
+	    "consumers see only synced data. Setting either key relaxes this (docs/durability.md)."),
 	I64("log.flush.interval.ms", log_flush_interval_ms, -1, I64MAX, "-1", true,
-	    "Force an fsync when unflushed data is this old; -1 not set (only acks=all forces a sync)."),
+	    "Force an fsync when unflushed data is this old; -1 not set (the durable policy: every append "
+	    "is synced at once, group-committed)."),
 	I64("log.flush.scheduler.interval.ms", log_flush_scheduler_interval_ms, 0, I64MAX, "9223372036854775807", false,
 	    IGNORED),
 	I32("log.flush.offset.checkpoint.interval.ms", log_flush_offset_checkpoint_interval_ms, 0, I32MAX, "60000",
-	    false, "How often the recovery-point checkpoint is written."),
+	    false,
+	    "How often the recovery-point checkpoint is written (checked every second; first write after "
+	    "one interval)."),
 	I32("log.flush.start.offset.checkpoint.interval.ms", log_flush_start_offset_checkpoint_interval_ms, 0, I32MAX,
 	    "60000", false, "How often the log-start-offset checkpoint is written."),
 	/* messages */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "broker/park.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -29,6 +30,7 @@ struct registry {
 	char cluster_id[64];
 	struct topic **topics; /* sorted by name */
 	int ntopics, cap;
+	int dir_err; /* -errno of the sync that failed, 0 while the dir is online (atomic) */
 };
 
 bool topic_name_valid(struct kstr name)
@@ -61,7 +63,7 @@ int32_t registry_leader(const struct registry *reg, const struct topic *t, int32
 
 struct part *registry_part(const struct topic *t, int32_t partition)
 {
-	if (partition < 0 || partition >= t->nparts)
+	if (partition < 0 || partition >= t->nparts || registry_dir_failed(t->reg))
 		return NULL;
 	return t->parts[partition];
 }
@@ -70,7 +72,22 @@ int16_t registry_part_error(const struct topic *t, int32_t partition)
 {
 	if (!t || partition < 0 || partition >= t->nparts)
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	return t->parts[partition] ? KERR_NONE : KERR_KAFKA_STORAGE_ERROR;
+	return t->parts[partition] && !registry_dir_failed(t->reg) ? KERR_NONE : KERR_KAFKA_STORAGE_ERROR;
+}
+
+void registry_fail_dir(struct registry *reg, int err)
+{
+	int none = 0;
+
+	if (__atomic_compare_exchange_n(&reg->dir_err, &none, err, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		log_error("log dir '%s' is offline after a failed sync (%s): its partitions answer "
+			  "KAFKA_STORAGE_ERROR until a restart recovers it",
+			  reg->dir, strerror(-err));
+}
+
+bool registry_dir_failed(const struct registry *reg)
+{
+	return __atomic_load_n(&reg->dir_err, __ATOMIC_ACQUIRE) != 0;
 }
 
 /* Binary search; returns the index of name or where it would go (negative - 1). */
@@ -365,9 +382,12 @@ static void ckpt_free(struct ckpt_entry *v, int n)
 int registry_checkpoint(struct registry *reg)
 {
 	size_t cap = 4096, len = 0;
-	char *txt = malloc(cap), path[PATH_MAX];
+	char *txt, path[PATH_MAX];
 	int count = 0, err;
 
+	if (registry_dir_failed(reg))
+		return -EIO;
+	txt = malloc(cap);
 	for (int i = 0; i < reg->ntopics; i++)
 		count += reg->topics[i]->nparts;
 	if (!txt)
@@ -399,9 +419,11 @@ int registry_checkpoint(struct registry *reg)
 
 /* ---- topics ---- */
 
-static void registry_part_cfg(const struct topic_cfg *tc, struct part_cfg *pc)
+static void registry_part_cfg(const struct registry *reg, const struct topic_cfg *tc, struct part_cfg *pc)
 {
 	part_cfg_default(pc);
+	pc->producer_id_expiration_ms = reg->cfg->producer_id_expiration_ms;
+	pc->hw_on_sync = park_sync_on_ack(reg->cfg);
 	pc->segment_bytes = tc->segment_bytes;
 	pc->segment_ms = tc->segment_ms;
 	pc->retention_ms = tc->retention_ms;
@@ -421,12 +443,13 @@ static void topic_free(struct topic *t)
 	free(t);
 }
 
-static struct topic *topic_alloc(const char *name, int32_t nparts)
+static struct topic *topic_alloc(struct registry *reg, const char *name, int32_t nparts)
 {
 	struct topic *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
+	t->reg = reg;
 	t->name = strdup(name);
 	t->parts = calloc((size_t)(nparts ? nparts : 1), sizeof(*t->parts));
 	t->internal = name[0] == '_' && name[1] == '_';
@@ -447,8 +470,7 @@ static int registry_open_part(struct registry *reg, struct topic *t, int32_t p, 
 
 	if (!dir)
 		return -ENOMEM;
-	registry_part_cfg(&t->cfg, &pc);
-	pc.producer_id_expiration_ms = reg->cfg->producer_id_expiration_ms;
+	registry_part_cfg(reg, &t->cfg, &pc);
 	err = part_open(dir, &pc, recovery_point, 0, &t->parts[p]);
 	if (!err && read_partition_metadata(dir, &(struct kuuid){ { 0 } }) < 0)
 		err = write_partition_metadata(dir, &t->id);
@@ -488,7 +510,7 @@ static struct topic *registry_found(struct registry *reg, const char *topic, int
 	struct topic *t = registry_find(reg, kstr_c(topic));
 
 	if (!t) {
-		t = topic_alloc(topic, 0);
+		t = topic_alloc(reg, topic, 0);
 		if (!t || registry_insert(reg, t) < 0) {
 			topic_free(t);
 			return NULL;
@@ -632,26 +654,31 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 
 void registry_close(struct registry *reg)
 {
+	bool failed = registry_dir_failed(reg);
 	char marker[PATH_MAX];
 	int fd;
 
-	for (int i = 0; i < reg->ntopics; i++)
+	for (int i = 0; i < reg->ntopics && !failed; i++)
 		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
 			if (reg->topics[i]->parts[p])
 				part_sync(reg->topics[i]->parts[p]);
 	registry_checkpoint(reg);
 	for (int i = 0; i < reg->ntopics; i++) {
 		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
-			if (reg->topics[i]->parts[p])
+			if (reg->topics[i]->parts[p] && failed)
+				part_abandon(reg->topics[i]->parts[p]);
+			else if (reg->topics[i]->parts[p])
 				part_close(reg->topics[i]->parts[p]);
 		topic_free(reg->topics[i]);
 	}
 	snprintf(marker, sizeof(marker), "%s/%s", reg->dir, CLEAN_MARKER);
-	fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = failed ? -1 : open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd >= 0) {
 		fsync(fd);
 		close(fd);
 	}
+	if (failed)
+		log_error("log dir '%s' failed: not marked as cleanly shut down, the next start recovers it", reg->dir);
 	free(reg->topics);
 	free(reg->dir);
 	free(reg);
@@ -670,7 +697,7 @@ int registry_create(struct registry *reg, struct kstr name, int32_t nparts, cons
 		return -EEXIST;
 	memcpy(namebuf, name.p, (size_t)name.len);
 	namebuf[name.len] = '\0';
-	t = topic_alloc(namebuf, nparts);
+	t = topic_alloc(reg, namebuf, nparts);
 	if (!t)
 		return -ENOMEM;
 	t->nparts = nparts;
@@ -734,8 +761,7 @@ static void registry_apply_cfg(struct registry *reg, struct topic *t)
 {
 	struct part_cfg pc;
 
-	registry_part_cfg(&t->cfg, &pc);
-	pc.producer_id_expiration_ms = reg->cfg->producer_id_expiration_ms;
+	registry_part_cfg(reg, &t->cfg, &pc);
 	for (int32_t p = 0; p < t->nparts; p++)
 		if (t->parts[p])
 			part_set_cfg(t->parts[p], &pc);

@@ -40,6 +40,7 @@ void part_cfg_default(struct part_cfg *cfg)
 	cfg->segment_index_bytes = 10 << 20;
 	cfg->log_append_time = false;
 	cfg->producer_id_expiration_ms = 86400000;
+	cfg->hw_on_sync = true;
 }
 
 void part_set_cfg(struct part *part, const struct part_cfg *cfg)
@@ -373,6 +374,7 @@ static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
 		return NULL;
 	}
 	pthread_mutex_init(&part->mu, NULL);
+	part->idx_from = INT64_MAX;
 	pstate_init(&part->pstate);
 	txnidx_init(&part->txnidx);
 	part_set_cfg(part, cfg);
@@ -393,6 +395,24 @@ static void part_free(struct part *part)
 	free(part->scratch);
 	free(part->dir);
 	free(part);
+}
+
+/*
+ * After a crash the tail past the recovery point survived in the page
+ * cache, not necessarily on disk: it is synced before anything is served
+ * from it, so the high watermark may start at the LEO.
+ */
+static int part_sync_recovered(struct part *part)
+{
+	int rc;
+
+	pthread_mutex_lock(&part->mu);
+	part->idx_from = part->segs[0]->base_offset; /* indexes rebuilt by recovery */
+	pthread_mutex_unlock(&part->mu);
+	rc = part_sync(part);
+	if (rc)
+		log_error("log: '%s': cannot sync the recovered log: %s", part->dir, strerror(-rc));
+	return rc;
 }
 
 int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point, int32_t leader_epoch,
@@ -428,6 +448,8 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 		rc = part_load_pstate(part);
 	if (!rc) /* transactions: aborted-txn index, rebuilt unless closed cleanly */
 		rc = txnidx_load(part, recovery_point >= part->leo);
+	if (!rc && part->recovery_point < part->leo)
+		rc = part_sync_recovered(part);
 	if (rc)
 		goto out_free;
 	*out = part;
@@ -448,6 +470,11 @@ void part_close(struct part *part)
 	if (rc)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
 	part_write_pstate(part, "close");
+	part_free(part);
+}
+
+void part_abandon(struct part *part)
+{
 	part_free(part);
 }
 
@@ -523,6 +550,8 @@ static int part_roll(struct part *part)
 	}
 	pthread_mutex_lock(&part->mu);
 	part->dir_dirty = true;
+	if (part->segs[part->nsegs - 2]->base_offset < part->idx_from)
+		part->idx_from = part->segs[part->nsegs - 2]->base_offset; /* sealed: its indexes are final */
 	pthread_mutex_unlock(&part->mu);
 	part_write_pstate(part, "roll");
 	log_debug(LOGC_LOG, "log", "'%s': rolled new segment at offset %" PRId64, part->dir, part->leo);
@@ -537,7 +566,7 @@ static int part_roll(struct part *part)
  * time from the segment's first append, never producer timestamps, so a
  * producer cannot force a roll per request by sending times far apart.
  */
-static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t now_ms)
+static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t now_ms, bool *rolled)
 {
 	const struct seg *seg = part_active(part);
 	const struct part_cfg *cfg = &part->cfg;
@@ -550,7 +579,10 @@ static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t 
 	roll = seg->size + (int64_t)len > cfg->segment_bytes ||
 	       (seg->roll_ts >= 0 && now_ms - seg->roll_ts > cfg->segment_ms) || offidx_full(&seg->oi) ||
 	       timeidx_full(&seg->ti) || part->leo + span - 1 - seg->base_offset > INT32_MAX;
-	return roll ? part_roll(part) : 0;
+	if (!roll)
+		return 0;
+	*rolled = true;
+	return part_roll(part);
 }
 
 /* Rewrites offsets, epochs and (if configured) timestamps in the blob. */
@@ -600,11 +632,12 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, st
 	int64_t base = part->leo;
 	int rc;
 
+	info->rolled = false;
 	rc = append_plan(blob, len, &plan);
 	if (!rc)
 		rc = pstate_reserve(&part->pstate, plan.producers);
 	if (!rc)
-		rc = part_maybe_roll(part, len, plan.span, now_ms);
+		rc = part_maybe_roll(part, len, plan.span, now_ms, &info->rolled);
 	if (rc)
 		return rc;
 	part_stamp(part, blob, len, now_ms);
@@ -613,12 +646,14 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, st
 		log_error("log: '%s': append at offset %" PRId64 " failed: %s", part->dir, base, strerror(-rc));
 		return rc;
 	}
+	/* before the LEO moves: a sync that covers an ABORT marker covers its .txnindex entry */
+	part_apply_pstate(part, blob, len);
 	pthread_mutex_lock(&part->mu);
 	part->leo = base + plan.span;
 	part->unflushed += plan.records;
 	pthread_mutex_unlock(&part->mu);
-	part->hw = part->leo;
-	part_apply_pstate(part, blob, len);
+	if (!part->cfg.hw_on_sync)
+		part->hw = part->leo;
 	info->base_offset = base;
 	info->last_offset = part->leo - 1;
 	info->log_append_time = part->cfg.log_append_time ? now_ms : -1;
@@ -749,8 +784,13 @@ int64_t part_log_end_offset(const struct part *part)
 {
 	return part->leo;
 }
-int64_t part_high_watermark(const struct part *part)
+int64_t part_high_watermark(struct part *part)
 {
+	int64_t synced = __atomic_load_n(&part->recovery_point, __ATOMIC_ACQUIRE);
+	int64_t hw = part->cfg.hw_on_sync ? (synced < part->leo ? synced : part->leo) : part->leo;
+
+	if (hw > part->hw)
+		part->hw = hw;
 	return part->hw;
 }
 int part_segment_count(const struct part *part)
@@ -883,66 +923,108 @@ bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
 struct sync_set {
 	struct fdref **refs;
 	int n;
-	int64_t leo, unflushed;
-	bool dir;
+	int64_t *txn_bases; /* segments whose .txnindex to sync (txn_dirty) */
+	int ntxn;
+	int64_t leo, unflushed, idx_from;
+	bool dir, txn;
 };
 
-/*
- * Under mu: references to every file that may hold data past the recovery
- * point.  The active segment's index files are left out: an acks=all round
- * needs only the .log durable, because recovery checks indexes against the
- * log and rebuilds them (recover.c).  They are synced once the segment is
- * sealed (the next round after a roll) and at close.
- */
-static int sync_collect(struct part *part, struct sync_set *s)
+/* Index in segs of the first segment that may hold offset (or start at base). */
+static int sync_first(const struct part *part, int64_t offset)
 {
 	int first = part->nsegs - 1;
 
-	while (first > 0 && part->segs[first]->base_offset > part->recovery_point)
+	while (first > 0 && part->segs[first]->base_offset > offset)
 		first--;
+	return first;
+}
+
+/*
+ * Under mu: references to every file that may hold data past the recovery
+ * point, plus the index files of segments sealed since the last sync.  The
+ * active segment's index files are left out: a round needs only the .log
+ * durable, because recovery checks indexes against the log and rebuilds
+ * them (recover.c).  They are synced once the segment is sealed (the next
+ * round after a roll) and at close.  A .txnindex entry is written before
+ * the LEO passes its ABORT marker, so a round whose LEO covers the marker
+ * syncs the entry too: start-up trusts the files below the recovery point.
+ */
+static int sync_collect(struct part *part, struct sync_set *s)
+{
+	int from = sync_first(part, part->recovery_point), first = from;
+
+	if (part->idx_from != INT64_MAX && sync_first(part, part->idx_from) < first)
+		first = sync_first(part, part->idx_from);
 	s->refs = malloc((size_t)(part->nsegs - first) * 3 * sizeof(*s->refs));
-	if (!s->refs)
+	s->txn_bases = malloc((size_t)(part->nsegs - from) * sizeof(*s->txn_bases));
+	if (!s->refs || !s->txn_bases)
 		return -ENOMEM;
 	for (int i = first; i < part->nsegs; i++) {
-		s->refs[s->n++] = fdref_get(part->segs[i]->log);
+		if (i == part->nsegs - 1 || part->segs[i]->next_offset > part->recovery_point)
+			s->refs[s->n++] = fdref_get(part->segs[i]->log);
 		if (i == part->nsegs - 1)
 			break;
 		s->refs[s->n++] = fdref_get(part->segs[i]->oi.f.ref);
 		s->refs[s->n++] = fdref_get(part->segs[i]->ti.f.ref);
 	}
+	for (int i = from; part->txn_dirty && i < part->nsegs; i++)
+		s->txn_bases[s->ntxn++] = part->segs[i]->base_offset;
 	s->leo = part->leo;
 	s->unflushed = part->unflushed;
 	s->dir = part->dir_dirty;
-	part->dir_dirty = false;
+	s->txn = part->txn_dirty;
+	s->idx_from = part->idx_from;
+	part->dir_dirty = part->txn_dirty = false;
+	part->idx_from = INT64_MAX;
 	return 0;
+}
+
+/* fdatasyncs the collected files (dropping the references), then the directory. */
+static int sync_files(struct part *part, struct sync_set *s)
+{
+	int rc = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		if (!rc && fdatasync(s->refs[i]->fd) < 0)
+			rc = -errno;
+		fdref_put(s->refs[i]);
+	}
+	for (int i = 0; i < s->ntxn && !rc; i++)
+		rc = txnidx_sync_file(part->dir_fd, s->txn_bases[i]);
+	if (!rc && s->dir && fsync(part->dir_fd) < 0)
+		rc = -errno;
+	return rc;
 }
 
 int part_sync(struct part *part)
 {
-	struct sync_set s = { 0 };
+	struct sync_set s = { .idx_from = INT64_MAX };
 	int rc = 0;
 
 	pthread_mutex_lock(&part->mu);
-	if (part->recovery_point < part->leo || part->dir_dirty)
+	if (part->recovery_point < part->leo || part->dir_dirty || part->txn_dirty || part->idx_from != INT64_MAX)
 		rc = sync_collect(part, &s);
 	pthread_mutex_unlock(&part->mu);
-	if (rc || !s.refs)
-		return rc;
-	for (int i = 0; i < s.n; i++) {
-		if (!rc && fdatasync(s.refs[i]->fd) < 0)
-			rc = -errno;
-		fdref_put(s.refs[i]);
-	}
+	if (!rc && s.refs)
+		rc = sync_files(part, &s);
+	else
+		for (int i = 0; i < s.n; i++)
+			fdref_put(s.refs[i]);
 	free(s.refs);
-	if (!rc && s.dir && fsync(part->dir_fd) < 0)
-		rc = -errno;
+	free(s.txn_bases);
+	if (!s.refs)
+		return rc;
 	pthread_mutex_lock(&part->mu);
 	if (!rc && s.leo > part->recovery_point)
-		part->recovery_point = s.leo;
+		__atomic_store_n(&part->recovery_point, s.leo, __ATOMIC_RELEASE);
 	if (!rc)
 		part->unflushed -= s.unflushed;
-	else
+	if (rc) { /* what this round took is still unsynced */
 		part->dir_dirty |= s.dir;
+		part->txn_dirty |= s.txn;
+		if (s.idx_from < part->idx_from)
+			part->idx_from = s.idx_from;
+	}
 	pthread_mutex_unlock(&part->mu);
 	return rc;
 }

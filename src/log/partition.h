@@ -41,6 +41,7 @@ struct part_cfg {
 	int32_t segment_index_bytes;       /* segment.index.bytes, default 10 MiB (max index size; roll when full) */
 	bool log_append_time;              /* message.timestamp.type=LogAppendTime */
 	int64_t producer_id_expiration_ms; /* producer.id.expiration.ms (broker-wide), default 1 day */
+	bool hw_on_sync;                   /* the durable policy: the HW is what the last sync covered (default) */
 };
 
 /* Kafka's defaults. */
@@ -49,6 +50,7 @@ void part_cfg_default(struct part_cfg *cfg);
 struct part;
 struct part_append_info {
 	int64_t base_offset, last_offset, log_append_time, log_start_offset;
+	bool rolled; /* a new segment was started for it (flush the sealed one) */
 };
 
 /*
@@ -64,6 +66,8 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 	      struct part **out);
 /* Syncs, then truncates index files to their used size and frees part. */
 void part_close(struct part *part);
+/* Frees part without syncing or writing anything more (its log directory failed a sync). */
+void part_abandon(struct part *part);
 /* Closes part and removes its directory (DeleteTopics); 0 or -errno. */
 int part_delete(struct part *part);
 void part_set_cfg(struct part *part, const struct part_cfg *cfg);
@@ -100,8 +104,14 @@ int64_t part_read_upper(struct part *part, int64_t offset, const struct fslice *
 
 int64_t part_log_start_offset(const struct part *part);
 int64_t part_log_end_offset(const struct part *part);
-int64_t part_high_watermark(const struct part *part); /* = LEO on a single node today */
-int64_t part_size_bytes(const struct part *part);     /* bytes in all segments */
+/*
+ * The high watermark: what Fetch serves, what the LSO is bounded by, what
+ * ListOffsets latest returns.  Never decreases.  With cfg.hw_on_sync it is
+ * the offset the last completed part_sync covered (never more than a power
+ * cut can leave); otherwise the LEO.  Event-loop thread.
+ */
+int64_t part_high_watermark(struct part *part);
+int64_t part_size_bytes(const struct part *part); /* bytes in all segments */
 int part_segment_count(const struct part *part);
 
 /*
@@ -142,10 +152,11 @@ bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
 
 /*
  * Durability: thread-safe against part_append running in another thread.
- * part_sync fdatasyncs every segment written since the last sync (log and
- * index files, and the directory after a roll) and advances the recovery
- * point to the LEO seen when it started; returns 0 or -errno (the recovery
- * point then stays).
+ * part_sync fdatasyncs every segment written since the last sync (the
+ * .log files, the index files of segments sealed since, the .txnindex
+ * files an aborted transaction was added to, and the directory after a
+ * roll) and advances the recovery point to the LEO seen when it started;
+ * returns 0 or -errno (the recovery point then stays).
  */
 int part_sync(struct part *part);
 int64_t part_recovery_point(const struct part *part);

@@ -106,7 +106,7 @@ int part_delete_records(struct part *part, int64_t offset)
 	char text[64];
 	int rc, n = 0;
 
-	if (offset < 0 || offset > part->hw)
+	if (offset < 0 || offset > part_high_watermark(part))
 		return -ERANGE;
 	if (offset <= part->log_start_offset)
 		return 0;

@@ -4,8 +4,8 @@
  *
  * Why a full rebuild after a crash rather than Kafka's "recover the
  * segments past the recovery point": an entry needs the first offset of
- * its transaction, which may lie anywhere before the marker, and the
- * index files are not synced with the log.  The rebuild reads only batch
+ * its transaction, which may lie anywhere before the marker, and entries
+ * past the recovery point may be missing.  The rebuild reads only batch
  * headers (and the few bytes of control batches), so it costs one pass
  * over the headers of the partition.
  */
@@ -89,7 +89,12 @@ static void txnidx_path(const struct part *part, int64_t base, char *buf, size_t
 	(void)part;
 }
 
-/* Appends entries to the .txnindex of the segment with base offset base. */
+/*
+ * Appends entries to the .txnindex of the segment with base offset base.
+ * A rebuild (trunc) syncs the file at once: it happens at start-up, before
+ * the recovery point is moved to the LEO.  An appended entry is synced by
+ * the next part_sync (txn_dirty).
+ */
 static void txnidx_write(struct part *part, int64_t base, const struct txnidx_entry *v, int n, bool trunc)
 {
 	char name[64];
@@ -109,7 +114,24 @@ static void txnidx_write(struct part *part, int64_t base, const struct txnidx_en
 			break;
 		}
 	}
+	if (trunc && fdatasync(fd) < 0)
+		log_warn("log: '%s/%s': sync failed: %s", part->dir, name, strerror(errno));
 	close(fd);
+}
+
+int txnidx_sync_file(int dir_fd, int64_t base)
+{
+	char name[64];
+	int fd, rc = 0;
+
+	snprintf(name, sizeof(name), "%020" PRId64 TXNIDX_EXT, base);
+	fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fdatasync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 /* Reads <base>.txnindex (absent: nothing).  Entries past the LEO are dropped. */
@@ -323,6 +345,9 @@ void txnidx_on_batch(struct part *part, const uint8_t *p, const struct batch_hdr
 		return;
 	}
 	txnidx_write(part, part_active(part)->base_offset, &e, 1, false);
+	pthread_mutex_lock(&part->mu);
+	part->txn_dirty = true; /* before the LEO passes the marker (part_append) */
+	pthread_mutex_unlock(&part->mu);
 }
 
 void txnidx_truncate_head(struct part *part)
@@ -345,7 +370,7 @@ void txnidx_truncate_head(struct part *part)
 static int64_t txnidx_lso_without(struct part *part, int64_t producer_id)
 {
 	const struct pstate *ps = &part->pstate;
-	int64_t lso = part->hw;
+	int64_t lso = part_high_watermark(part);
 
 	for (uint32_t i = 0; i < ps->cap; i++) {
 		const struct pstate_entry *e = &ps->slots[i];

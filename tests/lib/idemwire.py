@@ -102,6 +102,20 @@ class Client:
         r = self.call(0, 3, kw.produce_v3_body(topic, partition, records, acks=acks, txn_id=txn_id))
         return kw.parse_produce_v3(r.d)[(topic, partition)]
 
+    def send_produce(self, topic, partition, records, acks=-1, timeout_ms=10000):
+        """Sends Produce v3 without waiting; returns the correlation id for recv_produce."""
+        _corr[0] += 1
+        body = kw.produce_v3_body(topic, partition, records, acks=acks, timeout_ms=timeout_ms)
+        self.sock.sendall(kw.request(0, 3, _corr[0], body, client_id="idem-itest"))
+        return _corr[0]
+
+    def recv_produce(self, corr, topic, partition):
+        """The answer to send_produce (answers come in request order) -> (error_code, base_offset)."""
+        got, resp = kw.recv_response(self.sock)
+        if got != corr:
+            raise AssertionError("correlation id %d, want %d" % (got, corr))
+        return kw.parse_produce_v3(resp)[(topic, partition)]
+
     def list_offset(self, topic, partition, ts=-1):
         """ListOffsets v1 -> offset (latest by default); checks error 0."""
         body = kw.i32(-1) + kw.array([topic], lambda t: kw.string(t) + kw.array(

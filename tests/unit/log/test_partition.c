@@ -162,7 +162,10 @@ static void test_append_read_roll(void **state)
 	for (int i = 0; i < 100; i++)
 		assert_int_equal(append1(part, 2, 100, 1000 + i), 2 * i);
 	assert_int_equal(part_log_end_offset(part), 200);
+	assert_int_equal(part_high_watermark(part), 0); /* hw_on_sync: nothing synced yet */
+	assert_int_equal(part_sync(part), 0);
 	assert_int_equal(part_high_watermark(part), 200);
+	assert_int_equal(part_recovery_point(part), 200);
 	assert_true(part_segment_count(part) > 5);
 	for (int64_t o = 0; o < 200; o++) {
 		assert_int_equal(part_read(part, o, 200, 1, true, &s), 0);
@@ -601,6 +604,8 @@ static void test_delete_records(void **state)
 	assert_int_equal(part_open(fx->dir, &fx->cfg, -1, 0, &part), 0);
 	for (int i = 0; i < 30; i++)
 		append1(part, 1, 100, 1000);
+	assert_int_equal(part_delete_records(part, 17), -ERANGE); /* above the HW: nothing synced */
+	assert_int_equal(part_sync(part), 0);
 	int n = part_segment_count(part);
 	assert_int_equal(part_delete_records(part, 31), -ERANGE);
 	assert_int_equal(part_delete_records(part, 17), 0);
