@@ -26,6 +26,8 @@
 #include "log/part_int.h"
 #include "log/recover.h"
 #include "util/clock.h"
+#include "util/dirdel.h"
+#include "util/durable.h"
 #include "util/log.h"
 
 void part_cfg_default(struct part_cfg *cfg)
@@ -257,7 +259,7 @@ static int part_init_epochs(struct part *part, int32_t leader_epoch)
 	if (leader_epoch >= 0)
 		changed |= epochs_assign(ep, leader_epoch, part->leo);
 	part->leader_epoch = ep->n ? ep->e[ep->n - 1].epoch : leader_epoch;
-	return changed ? epochs_write(ep, part->dir_fd, part->dir) : 0;
+	return changed ? epochs_write(ep, part->dir_fd) : 0;
 }
 
 /* Applies every batch header from offset from to the LEO to the producer state. */
@@ -381,10 +383,9 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 
 	if (!part)
 		return -ENOMEM;
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		rc = -errno;
+	rc = durable_mkdir(dir, 0755); /* a new directory's entry synced in the log dir */
+	if (rc)
 		goto out_free;
-	}
 	part->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (part->dir_fd < 0) {
 		rc = -errno;
@@ -414,7 +415,7 @@ out_free:
 	return rc;
 }
 
-void part_close(struct part *part)
+int part_close(struct part *part)
 {
 	int rc;
 
@@ -426,30 +427,23 @@ void part_close(struct part *part)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
 	part_write_pstate(part, "close");
 	part_free(part);
+	return rc;
+}
+
+void part_discard(struct part *part)
+{
+	part_free(part);
 }
 
 int part_delete(struct part *part)
 {
 	char *dir = strdup(part->dir);
-	DIR *d;
-	struct dirent *de;
-	int rc = 0;
+	int rc;
 
 	if (!dir)
 		return -ENOMEM;
 	part_free(part);
-	d = opendir(dir);
-	if (!d) {
-		rc = -errno;
-		goto out_free;
-	}
-	while ((de = readdir(d)))
-		if (de->d_type != DT_DIR && unlinkat(dirfd(d), de->d_name, 0) < 0 && !rc)
-			rc = -errno;
-	closedir(d);
-	if (rmdir(dir) < 0 && !rc)
-		rc = -errno;
-out_free:
+	rc = dirdel_remove(dir);
 	free(dir);
 	return rc;
 }
@@ -807,7 +801,7 @@ int part_set_leader_epoch(struct part *part, int32_t leader_epoch)
 	part->leader_epoch = leader_epoch;
 	if (!epochs_assign(&part->epochs, leader_epoch, part->leo))
 		return 0;
-	return epochs_write(&part->epochs, part->dir_fd, part->dir);
+	return epochs_write(&part->epochs, part->dir_fd);
 }
 
 bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out, int64_t *end_offset_out)

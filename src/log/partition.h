@@ -52,7 +52,8 @@ struct part_append_info {
 };
 
 /*
- * Opens or creates the partition directory; recovery_point = offset up to
+ * Opens or creates the partition directory (a new one is made durable in
+ * its parent before anything is written into it); recovery_point = offset up to
  * which data is known synced (clean shutdown: pass INT64_MAX to skip
  * scanning; -1 = scan everything).  Torn/corrupt tails are truncated to the
  * last valid batch with a log_warn line naming file and position; missing
@@ -62,9 +63,15 @@ struct part_append_info {
  */
 int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point, int32_t leader_epoch,
 	      struct part **out);
-/* Syncs, then truncates index files to their used size and frees part. */
-void part_close(struct part *part);
-/* Closes part and removes its directory (DeleteTopics); 0 or -errno. */
+/*
+ * Syncs, then truncates index files to their used size and frees part.
+ * Returns 0 or the -errno of the final sync (the data may then not be
+ * durable; part is freed either way).
+ */
+int part_close(struct part *part);
+/* Frees part without syncing anything: its directory is about to be deleted. */
+void part_discard(struct part *part);
+/* Closes part without syncing and removes its directory on this thread; 0 or -errno. */
 int part_delete(struct part *part);
 void part_set_cfg(struct part *part, const struct part_cfg *cfg);
 
