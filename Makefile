@@ -35,12 +35,15 @@ EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/bin/%)
 ITEST_C_SRC := $(wildcard tests/integration/*.c)
 ITEST_C  := $(ITEST_C_SRC:tests/integration/%.c=$(BUILD)/bin/itest/%)
 
+# LD_PRELOAD shim for the crash-safety tests, never sanitized (tests/lib/fstrace.c)
+FSTRACE  := $(BUILD)/bin/lib/fstrace.so
+
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/bin/unit/%,$(UNIT_SRC))
 
 .PHONY: all deps run test unit integration clean style install bench fuzz fuzz-smoke sanitize-smoke
 .SECONDARY:
-all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS)
+all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS) $(FSTRACE)
 
 deps:
 	@sh mk/deps.sh
@@ -76,6 +79,10 @@ $(BUILD)/bin/%: examples/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
 $(BUILD)/bin/itest/%: tests/integration/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -lpthread -lm
+
+$(FSTRACE): tests/lib/fstrace.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC -shared $< -o $@ -ldl
 
 run: deps $(BROKER)
 	@mkdir -p data
