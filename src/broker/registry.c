@@ -450,6 +450,7 @@ static void registry_part_cfg(const struct topic_cfg *tc, struct part_cfg *pc)
 	pc->segment_ms = tc->segment_ms;
 	pc->retention_ms = tc->retention_ms;
 	pc->retention_bytes = tc->retention_bytes;
+	pc->retention_delete = config_cleanup_deletes(tc->cleanup_policy);
 	pc->index_interval_bytes = tc->index_interval_bytes;
 	pc->segment_index_bytes = tc->segment_index_bytes;
 	pc->log_append_time = tc->message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME;

@@ -53,8 +53,8 @@
 /* Sorted by name, as Kafka lists them in DescribeConfigs. */
 static const struct conf_def defs[] = {
 	ENUM("cleanup.policy", cleanup_policy, CONFIG_CLEANUP_VALUES, "delete",
-	     "`delete` drops old segments by retention; `compact` keeps the last record per key. "
-	     "Default: `log.cleanup.policy`."),
+	     "`delete` drops old segments by retention; `compact` keeps the last record per key and is never "
+	     "deleted by retention; `compact,delete` does both. Default: `log.cleanup.policy`."),
 	ENUM("compression.type", compression_type, CONFIG_COMPRESSION_VALUES, "producer",
 	     "Compression of stored batches; `producer` keeps what the producer sent. Default: `compression.type`."),
 	I64("delete.retention.ms", delete_retention_ms, 0, I64MAX, "86400000",

@@ -36,6 +36,7 @@ void part_cfg_default(struct part_cfg *cfg)
 	cfg->segment_ms = 7LL * 24 * 3600 * 1000;
 	cfg->retention_ms = 7LL * 24 * 3600 * 1000;
 	cfg->retention_bytes = -1;
+	cfg->retention_delete = true;
 	cfg->index_interval_bytes = 4096;
 	cfg->segment_index_bytes = 10 << 20;
 	cfg->log_append_time = false;

@@ -37,6 +37,7 @@ struct part_cfg {
 	int64_t segment_ms;                /* segment.ms, default 7 days */
 	int64_t retention_ms;              /* retention.ms, -1 = unlimited */
 	int64_t retention_bytes;           /* retention.bytes, -1 = unlimited */
+	bool retention_delete;             /* cleanup.policy has delete: retention applies (else compact only) */
 	int32_t index_interval_bytes;      /* index.interval.bytes, default 4096 */
 	int32_t segment_index_bytes;       /* segment.index.bytes, default 10 MiB (max index size; roll when full) */
 	bool log_append_time;              /* message.timestamp.type=LogAppendTime */
@@ -117,8 +118,9 @@ int part_max_timestamp(struct part *part, int64_t *offset_out, int64_t *ts_out);
  */
 int part_delete_records(struct part *part, int64_t offset);
 /*
- * Applies retention.ms / retention.bytes and deletes segments wholly below
- * the log start; never deletes the active segment.  Returns the number of
+ * Applies retention.ms / retention.bytes (unless cfg.retention_delete is
+ * false: compacted topics keep every segment) and deletes segments wholly
+ * below the log start; never deletes the active segment.  Returns the number of
  * segments deleted or -errno.
  */
 int part_retain(struct part *part, int64_t now_ms);

@@ -76,10 +76,10 @@ static int retain_count(struct part *part, int64_t now_ms)
 	const struct part_cfg *cfg = &part->cfg;
 	int n_time = 0, n_bytes = 0, n_start = 0, last = part->nsegs - 1;
 
-	if (cfg->retention_ms >= 0)
+	if (cfg->retention_ms >= 0 && cfg->retention_delete)
 		while (n_time < last && now_ms - seg_largest_ts(part->segs[n_time]) > cfg->retention_ms)
 			n_time++;
-	if (cfg->retention_bytes >= 0) {
+	if (cfg->retention_bytes >= 0 && cfg->retention_delete) {
 		int64_t excess = part_size_bytes(part) - cfg->retention_bytes;
 
 		while (n_bytes < last && excess - part->segs[n_bytes]->size >= 0)
