@@ -5,7 +5,7 @@
  * cache), and can stop the broker at an exact point of a multi-step change.
  *
  *   FSTRACE_LOG=<file>   one line per successful call, appended:
- *                          open <path>            (only with O_CREAT)
+ *                          open <path>            (a file O_CREAT made)
  *                          fsync <path>           (fsync and fdatasync alike)
  *                          rename <from> <to>
  *                          mkdir <path>
@@ -18,6 +18,9 @@
  *                        <substring>, writes "stopped" to the log and stops
  *                        the whole process with SIGSTOP (the test then
  *                        SIGKILLs it: a crash at exactly that point).
+ *   FSTRACE_FAIL=<substring>
+ *                        fsync and fdatasync of a path containing <substring>
+ *                        fail with EIO (a disk error at the sync).
  *
  * Calls made inside libc (fopen's open, ...) are not seen; the broker makes
  * its durability calls directly.
@@ -28,6 +31,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,14 +121,16 @@ int open(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
 	va_list ap;
+	bool existed;
 	int fd;
 
 	va_start(ap, flags);
 	if (flags & (O_CREAT | O_TMPFILE))
 		mode = va_arg(ap, mode_t);
 	va_end(ap);
+	existed = (flags & O_CREAT) && access(path, F_OK) == 0;
 	fd = REAL(open)(path, flags, mode);
-	if (fd >= 0 && (flags & O_CREAT))
+	if (fd >= 0 && (flags & O_CREAT) && !existed)
 		trace_fd("open", fd);
 	return fd;
 }
@@ -133,21 +139,39 @@ int openat(int dirfd, const char *path, int flags, ...)
 {
 	mode_t mode = 0;
 	va_list ap;
+	bool existed;
 	int fd;
 
 	va_start(ap, flags);
 	if (flags & (O_CREAT | O_TMPFILE))
 		mode = va_arg(ap, mode_t);
 	va_end(ap);
+	existed = (flags & O_CREAT) && faccessat(dirfd, path, F_OK, 0) == 0;
 	fd = REAL(openat)(dirfd, path, flags, mode);
-	if (fd >= 0 && (flags & O_CREAT))
+	if (fd >= 0 && (flags & O_CREAT) && !existed)
 		trace_fd("open", fd);
 	return fd;
 }
 
+/* True (errno EIO) if FSTRACE_FAIL names a part of fd's path. */
+static bool sync_fails(int fd)
+{
+	const char *fail = getenv("FSTRACE_FAIL");
+	char p[PBUF];
+
+	if (!fail || !*fail)
+		return false;
+	fd_path(fd, p, sizeof(p));
+	if (!strstr(p, fail))
+		return false;
+	trace("fail-fsync", p, NULL);
+	errno = EIO;
+	return true;
+}
+
 int fsync(int fd)
 {
-	int rc = REAL(fsync)(fd);
+	int rc = sync_fails(fd) ? -1 : REAL(fsync)(fd);
 
 	if (rc == 0)
 		trace_fd("fsync", fd);
@@ -156,7 +180,7 @@ int fsync(int fd)
 
 int fdatasync(int fd)
 {
-	int rc = REAL(fdatasync)(fd);
+	int rc = sync_fails(fd) ? -1 : REAL(fdatasync)(fd);
 
 	if (rc == 0)
 		trace_fd("fsync", fd);
