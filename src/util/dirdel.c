@@ -27,7 +27,6 @@ struct dirdel {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	struct dirdel_item *head, *tail; /* (mu) */
-	bool busy;                       /* an item is being removed (mu) */
 	bool stop;                       /* (mu) */
 };
 
@@ -65,7 +64,6 @@ static void *dirdel_main(void *arg)
 		d->head = it->next;
 		if (!d->head)
 			d->tail = NULL;
-		d->busy = true;
 		pthread_mutex_unlock(&d->mu);
 		rc = dirdel_remove(it->path);
 		if (rc)
@@ -74,8 +72,6 @@ static void *dirdel_main(void *arg)
 			log_info("removed '%s'", it->path);
 		free(it);
 		pthread_mutex_lock(&d->mu);
-		d->busy = false;
-		pthread_cond_broadcast(&d->cond);
 	}
 	pthread_mutex_unlock(&d->mu);
 	return NULL;
@@ -137,12 +133,4 @@ int dirdel_add(struct dirdel *d, const char *path)
 	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->mu);
 	return 0;
-}
-
-void dirdel_drain(struct dirdel *d)
-{
-	pthread_mutex_lock(&d->mu);
-	while ((d->head || d->busy) && !d->stop)
-		pthread_cond_wait(&d->cond, &d->mu);
-	pthread_mutex_unlock(&d->mu);
 }

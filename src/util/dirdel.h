@@ -24,8 +24,6 @@ int dirdel_start(struct dirdel **out);
 void dirdel_stop(struct dirdel *d);
 /* Queues path for removal (the path is copied).  0 or -ENOMEM. */
 int dirdel_add(struct dirdel *d, const char *path);
-/* Waits until the queue is empty and nothing is being removed (tests, shutdown). */
-void dirdel_drain(struct dirdel *d);
 /*
  * Removes the regular files in path and then path itself, on the calling
  * thread.  0 or the first -errno.
