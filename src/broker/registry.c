@@ -891,7 +891,7 @@ int registry_delete(struct registry *reg, struct topic *t)
 	registry_remove(reg, t);
 	for (int32_t p = 0; p < t->nparts; p++)
 		if (t->parts[p])
-			part_discard(t->parts[p]);
+			part_abandon(t->parts[p]);
 	log_info("deleted topic '%s'", t->name);
 	topic_free(t);
 	return 0;

@@ -431,7 +431,7 @@ int part_close(struct part *part)
 	return rc;
 }
 
-void part_discard(struct part *part)
+void part_abandon(struct part *part)
 {
 	part_free(part);
 }

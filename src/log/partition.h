@@ -70,8 +70,8 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
  * durable; part is freed either way).
  */
 int part_close(struct part *part);
-/* Frees part without syncing anything: its directory is about to be deleted. */
-void part_discard(struct part *part);
+/* Frees part without syncing or writing anything more (its directory is being deleted). */
+void part_abandon(struct part *part);
 /* Closes part without syncing and removes its directory on this thread; 0 or -errno. */
 int part_delete(struct part *part);
 void part_set_cfg(struct part *part, const struct part_cfg *cfg);

@@ -112,7 +112,7 @@ class Broker:
     port:       fixed port (default: a free one)
     data_dir:   existing data dir to reuse (default: <tmp>/data, fresh)
     start:      start the process in __enter__ (default True)
-    env:        extra environment for the broker process only (b.env can change between starts)
+    env:        extra environment variables for the broker process
     """
 
     def __init__(self, props=None, overrides=None, port=None, data_dir=None,
@@ -126,10 +126,10 @@ class Broker:
         os.makedirs(self.data_dir, exist_ok=True)
         self.props = dict(props or {})
         self.overrides = dict(overrides or {})
+        self.env = dict(env or {})
         self.log_path = os.path.join(self.tmp, "broker.log")
         self.props_path = os.path.join(self.tmp, "server.properties")
         self.start_timeout_s = start_timeout_s
-        self.env = dict(env or {})
         self.proc = None
         self.starts = 0
         self.last_returncode = None
@@ -178,7 +178,7 @@ class Broker:
             log.flush()
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=log, cwd=self.tmp,
-                                         env=dict(os.environ, **self.env),
+                                         env=dict(os.environ, **self.env) if self.env else None,
                                          preexec_fn=_set_pdeathsig)
         if self not in _live_brokers:
             _live_brokers.append(self)
