@@ -5,11 +5,10 @@ A broker whose marker says "clean" skips recovery at the next start, so a
 marker written after a failed sync would let unsynced, possibly torn data be
 trusted.  The broker runs under tests/lib/fstrace.so with FSTRACE_FAIL
 making every fsync/fdatasync of topic 't''s segment files fail with EIO;
-acks=1 messages (never synced while running) are produced, then SIGTERM.
-Checked: no .kafka_cleanshutdown in the log dir, the broker's log says the
-final sync failed, and the next start (without the fault) recovers instead
-of skipping recovery, and serves every message.  A control run without the
-fault leaves the marker.
+acks=1 messages are produced, then SIGTERM.  Checked: no
+.kafka_cleanshutdown in the log dir, the broker's log says why, and the
+next start (without the fault) recovers instead of skipping recovery and
+serves every message.  A control run without the fault leaves the marker.
 Runtime ~3 s.
 """
 import os
@@ -55,7 +54,9 @@ def test():
         b.stop()
         check(not os.path.exists(os.path.join(b.data_dir, MARKER)),
               "a clean-shutdown marker was written although the final sync failed")
-        check("final sync failed" in b.log_text(), "the broker says the final sync failed")
+        text = b.log_text()
+        check("no clean-shutdown marker" in text or "not marked as cleanly shut down" in text,
+              "the broker says why it leaves no marker")
 
         del b.env["FSTRACE_FAIL"]
         b.start()
