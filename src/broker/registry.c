@@ -612,6 +612,8 @@ static int registry_scan(struct registry *reg)
 
 		if (e->d_type != DT_REG && part_dir_is_aside(e->d_name))
 			registry_queue_leftover(reg, e->d_name);
+		if (e->d_type == DT_REG && strlen(e->d_name) > 4 && !strcmp(e->d_name + strlen(e->d_name) - 4, ".tmp"))
+			unlinkat(dirfd(d), e->d_name, 0); /* a replacement a crash cut short (util/durable.h) */
 		if (p < 0 || e->d_type == DT_REG)
 			continue;
 		if (!registry_found(reg, topic, p)) {

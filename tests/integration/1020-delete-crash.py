@@ -9,7 +9,8 @@ at exactly that point and starts it again on the same data dir.
   1. delete stopped at the first file removal of topic 'doomed' (4
      partitions): after the restart 'doomed' is not listed, its directories
      all go away (removed in the background at start-up), 'keeper' keeps its
-     messages, and a new 'doomed' starts empty.
+     messages, and a new 'doomed' starts empty; a torn checkpoint .tmp left
+     in the log dir is removed at start.
   2. delete stopped right after partition 0's directory is renamed to
      <topic>-0.<uuid>-delete (the commit point), with partitions 1-3 still
      under their names: after the restart the topic is gone entirely.
@@ -119,7 +120,11 @@ def test():
         log("1. delete stopped at its first file removal")
         crash_at(b, trace_path, "unlink:/doomed-", lambda: delete_async(b, "doomed"))
         log("on disk at the crash: %s" % entries(b, "doomed"))
+        torn = os.path.join(b.data_dir, "recovery-point-offset-checkpoint.tmp")
+        with open(torn, "w") as f:
+            f.write("0\n3\ndoo")  # a checkpoint replacement cut short
         b.start()
+        check(not os.path.exists(torn), "leftover .tmp in the log dir removed at start")
         check_gone(b, "doomed")
         eq(len(read_all(b, "keeper", 0)), 5, "messages of 'keeper'")
         create(b, "doomed", 4)
