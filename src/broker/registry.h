@@ -9,7 +9,14 @@
  * and in every partition directory, as Kafka has it:
  *   partition.metadata               "version: 0\ntopic_id: <base64url id>\n"
  * plus, in partition 0's directory, topic.properties with the topic's
- * explicitly set configs.
+ * explicitly set configs.  A topic exists on disk once <topic>-0 does:
+ * registry_create() makes it last, by renaming a staging directory
+ * <topic>-0.<32 hex>-create that already holds topic.properties;
+ * registry_delete() renames it to Kafka's <topic>-0.<32 hex>-delete first,
+ * then the other partitions, and a background thread (util/dirdel.h)
+ * removes them.  registry_open() removes *-delete and *-create leftovers
+ * and the partitions of topics without partition 0.  Every file here is
+ * written through util/durable.h.
  *
  * "Which broker leads this partition" is answered only by
  * registry_leader(), so that cluster mode can change it in one place.
@@ -39,7 +46,7 @@ struct topic {
 
 /* Opens every partition under log.dirs (recovering after a crash). */
 int registry_open(const struct broker_cfg *cfg, struct registry **out);
-/* Clean shutdown: closes partitions, writes checkpoints and the marker. */
+/* Clean shutdown: closes partitions, writes checkpoints and, if every sync succeeded, the marker. */
 void registry_close(struct registry *reg);
 const char *registry_cluster_id(const struct registry *reg);
 

@@ -26,6 +26,8 @@
 #include "log/part_int.h"
 #include "log/recover.h"
 #include "util/clock.h"
+#include "util/dirdel.h"
+#include "util/durable.h"
 #include "util/log.h"
 
 #define PART_MARKER_BYTES_MAX 4096 /* a marker batch is ~80 bytes */
@@ -36,6 +38,7 @@ void part_cfg_default(struct part_cfg *cfg)
 	cfg->segment_ms = 7LL * 24 * 3600 * 1000;
 	cfg->retention_ms = 7LL * 24 * 3600 * 1000;
 	cfg->retention_bytes = -1;
+	cfg->retention_delete = true;
 	cfg->index_interval_bytes = 4096;
 	cfg->segment_index_bytes = 10 << 20;
 	cfg->log_append_time = false;
@@ -260,7 +263,7 @@ static int part_init_epochs(struct part *part, int32_t leader_epoch)
 	if (leader_epoch >= 0)
 		changed |= epochs_assign(ep, leader_epoch, part->leo);
 	part->leader_epoch = ep->n ? ep->e[ep->n - 1].epoch : leader_epoch;
-	return changed ? epochs_write(ep, part->dir_fd, part->dir) : 0;
+	return changed ? epochs_write(ep, part->dir_fd) : 0;
 }
 
 /* The coordinator epoch of a marker batch at p (transactions, log/marker.h). */
@@ -424,10 +427,9 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 
 	if (!part)
 		return -ENOMEM;
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		rc = -errno;
+	rc = durable_mkdir(dir, 0755); /* a new directory's entry synced in the log dir */
+	if (rc)
 		goto out_free;
-	}
 	part->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (part->dir_fd < 0) {
 		rc = -errno;
@@ -459,7 +461,7 @@ out_free:
 	return rc;
 }
 
-void part_close(struct part *part)
+int part_close(struct part *part)
 {
 	int rc;
 
@@ -471,6 +473,7 @@ void part_close(struct part *part)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
 	part_write_pstate(part, "close");
 	part_free(part);
+	return rc;
 }
 
 void part_abandon(struct part *part)
@@ -481,25 +484,12 @@ void part_abandon(struct part *part)
 int part_delete(struct part *part)
 {
 	char *dir = strdup(part->dir);
-	DIR *d;
-	struct dirent *de;
-	int rc = 0;
+	int rc;
 
 	if (!dir)
 		return -ENOMEM;
 	part_free(part);
-	d = opendir(dir);
-	if (!d) {
-		rc = -errno;
-		goto out_free;
-	}
-	while ((de = readdir(d)))
-		if (de->d_type != DT_DIR && unlinkat(dirfd(d), de->d_name, 0) < 0 && !rc)
-			rc = -errno;
-	closedir(d);
-	if (rmdir(dir) < 0 && !rc)
-		rc = -errno;
-out_free:
+	rc = dirdel_remove(dir);
 	free(dir);
 	return rc;
 }
@@ -910,7 +900,7 @@ int part_set_leader_epoch(struct part *part, int32_t leader_epoch)
 	part->leader_epoch = leader_epoch;
 	if (!epochs_assign(&part->epochs, leader_epoch, part->leo))
 		return 0;
-	return epochs_write(&part->epochs, part->dir_fd, part->dir);
+	return epochs_write(&part->epochs, part->dir_fd);
 }
 
 bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out, int64_t *end_offset_out)

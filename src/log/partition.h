@@ -37,6 +37,7 @@ struct part_cfg {
 	int64_t segment_ms;                /* segment.ms, default 7 days */
 	int64_t retention_ms;              /* retention.ms, -1 = unlimited */
 	int64_t retention_bytes;           /* retention.bytes, -1 = unlimited */
+	bool retention_delete;             /* cleanup.policy has delete: retention applies (else compact only) */
 	int32_t index_interval_bytes;      /* index.interval.bytes, default 4096 */
 	int32_t segment_index_bytes;       /* segment.index.bytes, default 10 MiB (max index size; roll when full) */
 	bool log_append_time;              /* message.timestamp.type=LogAppendTime */
@@ -54,7 +55,8 @@ struct part_append_info {
 };
 
 /*
- * Opens or creates the partition directory; recovery_point = offset up to
+ * Opens or creates the partition directory (a new one is made durable in
+ * its parent before anything is written into it); recovery_point = offset up to
  * which data is known synced (clean shutdown: pass INT64_MAX to skip
  * scanning; -1 = scan everything).  Torn/corrupt tails are truncated to the
  * last valid batch with a log_warn line naming file and position; missing
@@ -64,11 +66,15 @@ struct part_append_info {
  */
 int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point, int32_t leader_epoch,
 	      struct part **out);
-/* Syncs, then truncates index files to their used size and frees part. */
-void part_close(struct part *part);
-/* Frees part without syncing or writing anything more (its log directory failed a sync). */
+/*
+ * Syncs, then truncates index files to their used size and frees part.
+ * Returns 0 or the -errno of the final sync (the data may then not be
+ * durable; part is freed either way).
+ */
+int part_close(struct part *part);
+/* Frees part without syncing or writing anything more (its directory is being deleted, or its log directory failed a sync). */
 void part_abandon(struct part *part);
-/* Closes part and removes its directory (DeleteTopics); 0 or -errno. */
+/* Closes part without syncing and removes its directory on this thread; 0 or -errno. */
 int part_delete(struct part *part);
 void part_set_cfg(struct part *part, const struct part_cfg *cfg);
 
@@ -128,8 +134,9 @@ int part_max_timestamp(struct part *part, int64_t *offset_out, int64_t *ts_out);
  */
 int part_delete_records(struct part *part, int64_t offset);
 /*
- * Applies retention.ms / retention.bytes and deletes segments wholly below
- * the log start; never deletes the active segment.  Returns the number of
+ * Applies retention.ms / retention.bytes (unless cfg.retention_delete is
+ * false: compacted topics keep every segment) and deletes segments wholly
+ * below the log start; never deletes the active segment.  Returns the number of
  * segments deleted or -errno.
  */
 int part_retain(struct part *part, int64_t now_ms);
