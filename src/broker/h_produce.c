@@ -54,6 +54,10 @@ static struct topic *produce_topic(struct broker *b, struct kstr name, int16_t *
 	struct topic_cfg tc;
 
 	*kerr = KERR_NONE;
+	if (topic_name_internal(name)) {
+		*kerr = KERR_INVALID_TOPIC_EXCEPTION; /* only the coordinators write there, as in Kafka */
+		return NULL;
+	}
 	if (t)
 		return t;
 	if (!topic_name_valid(name)) {
@@ -61,7 +65,7 @@ static struct topic *produce_topic(struct broker *b, struct kstr name, int16_t *
 		return NULL;
 	}
 	*kerr = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	if (!b->cfg.auto_create_topics_enable || (name.len > 1 && name.p[0] == '_' && name.p[1] == '_'))
+	if (!b->cfg.auto_create_topics_enable)
 		return NULL;
 	topic_cfg_init(&tc, &b->cfg);
 	if (registry_create(b->reg, name, b->cfg.num_partitions, &tc, &t) < 0)

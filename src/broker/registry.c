@@ -47,6 +47,16 @@ bool topic_name_valid(struct kstr name)
 	return true;
 }
 
+bool topic_name_internal(struct kstr name)
+{
+	static const char *const internal[] = { "__consumer_offsets", "__transaction_state" };
+
+	for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
+		if (name.len == (int32_t)strlen(internal[i]) && memcmp(name.p, internal[i], (size_t)name.len) == 0)
+			return true;
+	return false;
+}
+
 const char *registry_cluster_id(const struct registry *reg)
 {
 	return reg->cluster_id;
@@ -73,7 +83,11 @@ int16_t registry_part_error(const struct topic *t, int32_t partition)
 	return t->parts[partition] ? KERR_NONE : KERR_KAFKA_STORAGE_ERROR;
 }
 
-/* Binary search; returns the index of name or where it would go (negative - 1). */
+/*
+ * Binary search; returns the index of name or where it would go (negative
+ * - 1).  name is a client's byte string (it may hold NUL bytes): compared
+ * by its length, never read past it nor past the stored name.
+ */
 static int registry_index(const struct registry *reg, struct kstr name)
 {
 	int lo = 0, hi = reg->ntopics - 1;
@@ -81,10 +95,11 @@ static int registry_index(const struct registry *reg, struct kstr name)
 	while (lo <= hi) {
 		int mid = (lo + hi) / 2;
 		const char *tn = reg->topics[mid]->name;
-		int c = strncmp(tn, name.p, (size_t)name.len);
+		size_t tlen = strlen(tn), nlen = (size_t)name.len;
+		int c = memcmp(tn, name.p, tlen < nlen ? tlen : nlen);
 
-		if (c == 0 && tn[name.len] != '\0')
-			c = 1;
+		if (c == 0)
+			c = (tlen > nlen) - (tlen < nlen);
 		if (c == 0)
 			return mid;
 		if (c < 0)
@@ -429,7 +444,7 @@ static struct topic *topic_alloc(const char *name, int32_t nparts)
 		return NULL;
 	t->name = strdup(name);
 	t->parts = calloc((size_t)(nparts ? nparts : 1), sizeof(*t->parts));
-	t->internal = name[0] == '_' && name[1] == '_';
+	t->internal = topic_name_internal(kstr_c(name));
 	if (!t->name || !t->parts) {
 		free(t->parts);
 		free(t->name);

@@ -56,7 +56,8 @@
 #define TXN_OFFSETS_TOPIC "__consumer_offsets"
 
 struct txn {
-	char *id;
+	char *id; /* owned, NUL-terminated copy of every byte: may hold NUL, use id_len */
+	int32_t id_len;
 	int64_t producer_id;
 	int16_t epoch;
 	int32_t timeout_ms;
@@ -73,8 +74,7 @@ struct txn_coord {
 	struct txn_coord_cfg cfg;
 	struct txn_coord_ops ops;
 	void *arg;
-	struct part **parts; /* __transaction_state, borrowed; NULL until attached */
-	int32_t nparts;
+	struct coord_topic topic; /* __transaction_state; nparts 0 until attached */
 	struct txn *buckets[TXN_BUCKETS];
 	uint64_t ticket; /* fsync ticket of writes since txn_coord_take_ticket */
 	struct loop_timer timer;
@@ -134,6 +134,11 @@ static void txn_set_state(struct txn *txn, enum txn_state to)
 
 /* ---- table ---- */
 
+static struct kstr txn_id(const struct txn *txn)
+{
+	return (struct kstr){ txn->id, txn->id_len };
+}
+
 static uint32_t txn_hash(struct kstr id)
 {
 	uint32_t h = 2166136261u;
@@ -146,7 +151,7 @@ static uint32_t txn_hash(struct kstr id)
 static struct txn *txn_find(struct txn_coord *tc, struct kstr id)
 {
 	for (struct txn *txn = tc->buckets[txn_hash(id)]; txn; txn = txn->hnext)
-		if (kstr_eq_c(id, txn->id))
+		if (kstr_eq(id, txn_id(txn)))
 			return txn;
 	return NULL;
 }
@@ -165,10 +170,13 @@ static struct txn *txn_create(struct txn_coord *tc, struct kstr id)
 	struct txn *txn = calloc(1, sizeof(*txn));
 	uint32_t h = txn_hash(id);
 
-	if (!txn || !(txn->id = strndup(id.p, (size_t)id.len))) {
+	if (!txn || !(txn->id = malloc((size_t)id.len + 1))) {
 		free(txn);
 		return NULL;
 	}
+	memcpy(txn->id, id.p, (size_t)id.len);
+	txn->id[id.len] = '\0';
+	txn->id_len = id.len;
 	txn->producer_id = -1;
 	txn->epoch = -1;
 	txn->start_ms = -1;
@@ -230,7 +238,7 @@ static int txn_persist(struct txn_coord *tc, struct txn *txn)
 		.start_ms = txn->start_ms,
 	};
 	struct part *part;
-	int err = txn_store_write(tc->parts, tc->nparts, kstr_c(txn->id), &v, txn->update_ms, &part);
+	int err = txn_store_write(&tc->topic, txn_id(txn), &v, txn->update_ms, &part);
 	uint64_t tk;
 
 	if (err) {
@@ -353,7 +361,7 @@ int16_t txn_init_producer(struct txn_coord *tc, struct kstr id, int32_t timeout_
 	struct txn *txn;
 	int16_t err;
 
-	if (!tc->parts)
+	if (!txn_coord_attached(tc))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	if (timeout_ms <= 0 || timeout_ms > tc->cfg.max_timeout_ms)
 		return KERR_INVALID_TRANSACTION_TIMEOUT;
@@ -392,7 +400,7 @@ static int16_t txn_lookup(struct txn_coord *tc, struct kstr id, int64_t producer
 	struct txn *txn;
 	int16_t err;
 
-	if (!tc->parts)
+	if (!txn_coord_attached(tc))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	txn = txn_find(tc, id);
 	if (!txn)
@@ -478,7 +486,7 @@ int16_t txn_end(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16
 
 static void txn_info_of(const struct txn *txn, struct txn_info *out)
 {
-	*out = (struct txn_info){ txn->id,         txn->state,    txn->producer_id, txn->epoch,
+	*out = (struct txn_info){ txn_id(txn),     txn->state,    txn->producer_id, txn->epoch,
 				  txn->timeout_ms, txn->start_ms, txn->tps,         txn->ntps };
 }
 
@@ -504,7 +512,7 @@ void txn_coord_each(struct txn_coord *tc, void (*fn)(void *arg, const struct txn
 
 void txn_coord_abort_timed_out(struct txn_coord *tc, int64_t now_wall_ms)
 {
-	if (!tc->parts)
+	if (!txn_coord_attached(tc))
 		return;
 	for (int b = 0; b < TXN_BUCKETS; b++)
 		for (struct txn *txn = tc->buckets[b]; txn; txn = txn->hnext)
@@ -557,7 +565,7 @@ void txn_coord_free(struct txn_coord *tc)
 
 bool txn_coord_attached(const struct txn_coord *tc)
 {
-	return tc->parts != NULL;
+	return tc->topic.nparts > 0;
 }
 
 /* Replay: the latest record of each id wins. */
@@ -593,15 +601,14 @@ static void txn_on_record(void *arg, struct kstr id, const struct txn_store_valu
 			log_error("%s: out of memory loading '%s'", TXN_STORE_TOPIC, txn->id);
 }
 
-int txn_coord_attach(struct txn_coord *tc, struct part **parts, int32_t nparts)
+int txn_coord_attach(struct txn_coord *tc, const struct coord_topic *ct)
 {
-	int err = txn_store_load(parts, nparts, txn_on_record, tc);
+	int err = txn_store_load(ct, txn_on_record, tc);
 	int n = 0, finished = 0;
 
 	if (err)
 		return err;
-	tc->parts = parts;
-	tc->nparts = nparts;
+	tc->topic = *ct;
 	for (int b = 0; b < TXN_BUCKETS; b++)
 		for (struct txn *txn = tc->buckets[b]; txn; txn = txn->hnext) {
 			n++;
