@@ -14,6 +14,13 @@
  * Kafka's [FetchOffset, end of the returned data), which clients accept:
  * they act on an entry only when they reach its first offset.  The
  * record bytes are still served zero-copy.
+ *
+ * Size: the request's MaxBytes and every PartitionMaxBytes are clamped to
+ * the broker's fetch.max.bytes (at most 1 GiB), as Kafka does; only the
+ * first batch of the response may go past it (KIP-74), and never past
+ * FETCH_RECORDS_HARD_MAX, so a response frame (records plus per-partition
+ * fields, which the request's own size bounds) never nears 2 GiB nor wraps
+ * its int32 length.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -62,7 +69,8 @@ static void fetch_hold_add(struct req *rq, const struct fslice *s)
 	h->slices[h->n++] = *s;
 }
 
-#define FETCH_ABORTED_MAX 4096 /* aborted transactions listed per partition */
+#define FETCH_ABORTED_MAX 4096                    /* aborted transactions listed per partition */
+#define FETCH_RECORDS_HARD_MAX ((int64_t)1 << 30) /* record bytes of a response, first batch included */
 
 /* read_committed: the aborted transactions overlapping [from, upper). */
 static void fetch_aborted(struct req *rq, struct part *part, int64_t from, int64_t upper,
@@ -91,7 +99,8 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 {
 	struct part *part = t ? registry_part(t, in->Partition) : NULL;
 	struct fslice s = { 0 };
-	int64_t left = (int64_t)f->MaxBytes - used, max;
+	int64_t limit = f->MaxBytes < rq->b->cfg.fetch_max_bytes ? f->MaxBytes : rq->b->cfg.fetch_max_bytes;
+	int64_t left = limit - used, max;
 	int err;
 
 	FetchResponsePartition_init(out);
@@ -114,8 +123,8 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 		out->ErrorCode = err == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : KERR_KAFKA_STORAGE_ERROR;
 		return 0;
 	}
-	if (!s.ref || s.len == 0) {
-		fdref_put(s.ref);
+	if (!s.ref || s.len == 0 || used + (int64_t)s.len > FETCH_RECORDS_HARD_MAX) {
+		fdref_put(s.ref); /* a first batch over the hard cap is never served */
 		return 0;
 	}
 	fetch_hold_add(rq, &s);
