@@ -24,8 +24,10 @@ struct broker {
 	struct registry *reg;
 	struct syncer *syncer;
 	struct loop_io listen_io;
-	char host[256]; /* advertised host */
-	int32_t port;   /* advertised port */
+	struct loop_timer accept_pause; /* listener not polled until it fires (fd limit) */
+	bool accept_paused;             /* since the last successful accept */
+	char host[256];                 /* advertised host */
+	int32_t port;                   /* advertised port */
 	char cluster_id[64];
 	int32_t node_id;
 	bool appended;             /* something was appended during this loop iteration */
