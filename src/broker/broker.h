@@ -30,8 +30,6 @@ struct broker {
 	int32_t port;                   /* advertised port */
 	char cluster_id[64];
 	int32_t node_id;
-	bool appended;             /* something was appended during this loop iteration */
-	struct req *fetch_waiters; /* parked long-poll fetches */
 	struct loop_timer housekeeping;
 	struct group_coord *groups; /* the group coordinator (h_group.c) */
 	struct txn_coord *txns;     /* the transaction coordinator (h_txn.c) */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/registry.h"
@@ -177,7 +178,7 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 			log_error("append to '%s-%d' failed: %s", t->name, in->Index, strerror(-err));
 		return 0;
 	}
-	b->appended = true;
+	fetch_park_notify(part);
 	out->BaseOffset = info.base_offset;
 	out->LogAppendTimeMs = t->cfg.message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME ? info.log_append_time : -1;
 	out->LogStartOffset = info.log_start_offset;

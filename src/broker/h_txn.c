@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/registry.h"
@@ -69,7 +70,7 @@ static uint64_t h_txn_written(void *arg, struct part *part)
 {
 	struct broker *b = arg;
 
-	b->appended = true; /* wakes parked fetches: the LSO may have moved */
+	fetch_park_notify(part); /* wakes fetches parked on it: the LSO may have moved */
 	return park_sync_on_ack(&b->cfg) ? syncer_want(b->syncer, part) : 0;
 }
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "broker/api.h"
+#include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/registry.h"
@@ -119,6 +120,7 @@ static void server_ip_del(const struct conn *c)
 
 static void server_on_closed(struct conn *c)
 {
+	fetch_park_conn_closed(c); /* its parked fetches are finished by the next fetch_wake */
 	server_nconns--;
 	server_ip_del(c);
 }
@@ -342,10 +344,7 @@ void broker_after_events(void *arg)
 {
 	struct broker *b = arg;
 
-	if (b->appended) {
-		b->appended = false;
-		fetch_wake(b);
-	}
+	fetch_wake(b); /* only the fetches made ready by appends or closes */
 	conn_resume();
 	conn_reap();
 }
