@@ -66,7 +66,8 @@ struct group_protocol {
 
 struct group_member {
 	struct group *grp;
-	char *member_id, *group_instance_id; /* instance id NULL: dynamic member */
+	char *member_id;
+	struct kstr group_instance_id; /* owned, every byte kept; p NULL: dynamic member */
 	char *client_id, *client_host;
 	int32_t session_timeout_ms, rebalance_timeout_ms;
 	struct group_protocol *protocols;
@@ -343,7 +344,7 @@ static struct group_member *group_member_add(struct group *grp, char *member_id,
 
 	m->grp = grp;
 	m->member_id = member_id;
-	m->group_instance_id = group_kstrdup(a->group_instance_id);
+	m->group_instance_id = a->group_instance_id.p ? group_name_dup(a->group_instance_id) : KSTR_NULL;
 	m->client_id = group_kstrdup(a->client_id.p ? a->client_id : KSTR(""));
 	m->client_host = group_kstrdup(a->client_host.p ? a->client_host : KSTR(""));
 	m->session_timeout_ms = a->session_timeout_ms;
@@ -368,7 +369,7 @@ static void group_member_free(struct group *grp, struct group_member *m)
 	loop_timer_cancel(grp->gc->loop, &m->session);
 	group_protocols_free(m);
 	free(m->member_id);
-	free(m->group_instance_id);
+	free((char *)m->group_instance_id.p);
 	free(m->client_id);
 	free(m->client_host);
 	free(m->assignment);
@@ -386,7 +387,7 @@ static struct group_member *group_member_find(const struct group *grp, struct ks
 static struct group_member *group_static_find(const struct group *grp, struct kstr instance_id)
 {
 	for (struct group_member *m = grp->members; m; m = m->next)
-		if (instance_id.p && m->group_instance_id && kstr_eq_c(instance_id, m->group_instance_id))
+		if (instance_id.p && m->group_instance_id.p && kstr_eq(instance_id, m->group_instance_id))
 			return m;
 	return NULL;
 }
@@ -446,7 +447,7 @@ static void group_fill_info(const struct group_member *m, struct group_member_in
 	const struct group_protocol *p = with_data ? group_member_protocol(m, m->grp->protocol_name) : NULL;
 
 	info->member_id = kstr_c(m->member_id);
-	info->group_instance_id = group_kstr(m->group_instance_id);
+	info->group_instance_id = m->group_instance_id;
 	info->client_id = kstr_c(m->client_id);
 	info->client_host = kstr_c(m->client_host);
 	info->metadata = p ? (struct bytes){ p->metadata, p->len } : (struct bytes){ (const uint8_t *)"", 0 };
@@ -508,7 +509,7 @@ static void group_persist(struct group *grp)
 			continue;
 		meta.nmembers++;
 		s->member_id = kstr_c(m->member_id);
-		s->group_instance_id = group_kstr(m->group_instance_id);
+		s->group_instance_id = m->group_instance_id;
 		s->client_id = kstr_c(m->client_id);
 		s->client_host = kstr_c(m->client_host);
 		s->rebalance_timeout_ms = m->rebalance_timeout_ms;
@@ -761,8 +762,8 @@ static void group_join_static_again(struct group *grp, struct group_member *m, c
 		same = same || group_kstr_is(a->protocols[i].name, grp->protocol_name);
 	group_member_release(m, KERR_FENCED_INSTANCE_ID);
 	m->member_id = group_new_member_id(grp->gc, a->group_instance_id);
-	log_info("group '%.*s': static member '%s' rejoined as '%s', fencing '%s'", grp->name.len, grp->name.p,
-		 m->group_instance_id, m->member_id, old_id);
+	log_info("group '%.*s': static member '%.*s' rejoined as '%s', fencing '%s'", grp->name.len, grp->name.p,
+		 m->group_instance_id.len, m->group_instance_id.p, m->member_id, old_id);
 	free(m->client_id);
 	m->client_id = group_kstrdup(a->client_id.p ? a->client_id : KSTR(""));
 	group_member_update(m, a);

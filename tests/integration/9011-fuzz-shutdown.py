@@ -9,6 +9,13 @@ bytes, a third the same requests mutated (bytes flipped, cut short, junk
 appended, version changed), a third random API key, version and body.
 A connection the broker closes (malformed frame) is opened again.
 
+Before the fuzzing, names with NUL bytes are checked to be names of their
+own, before and after a restart: groups "n\0a" and "n" keep their own
+committed offsets, transactional ids "t\0x" and "t" their own producer
+ids, and a static member "i\0x" that joins twice is one member (the old
+broker stored such names cut at the NUL: persisted under the other name,
+and the static member never found again).
+
 Then: another connection still gets ApiVersions and Metadata answers,
 SIGTERM stops the broker with exit status 0, and it starts again on the
 same data (the groups and transactional ids it persisted load back) and
@@ -145,6 +152,68 @@ class Fuzzer:
             self.s.close()
 
 
+def call(port, key, version, body):
+    s = kw.connect(port)
+    try:
+        s.sendall(kw.request(key, version, 1, body))
+        return kw.Reader(kw.recv_response(s)[1])
+    finally:
+        s.close()
+
+
+def nstr(v):
+    return kw.i16(len(v)) + v
+
+
+def commit(port, group, offset):
+    r = call(port, 8, 2, nstr(group) + kw.i32(-1) + kw.string("") + kw.i64(-1) + kw.array(
+        [TOPIC], lambda t: kw.string(t) + kw.array([0], lambda p: kw.i32(p) + kw.i64(offset) + kw.string(""))))
+    eq(r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16())))), [(TOPIC, [(0, 0)])], "commit")
+
+
+def committed(port, group):
+    r = call(port, 9, 1, nstr(group) + kw.array([TOPIC], lambda t: kw.string(t) + kw.array([0], kw.i32)))
+    return r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i64(), r.string(), r.i16()))))[0][1][0][1]
+
+
+def init_pid(port, txn_id):
+    r = call(port, 22, 1, nstr(txn_id) + kw.i32(60000))
+    r.i32()
+    eq(r.i16(), 0, "InitProducerId error")
+    return r.i64()
+
+
+def static_join(port, group, instance):
+    body = (nstr(group) + kw.i32(10000) + kw.i32(10000) + kw.string("") + nstr(instance) + kw.string("consumer") +
+            kw.array(["range"], lambda p: kw.string(p) + kw.nbytes(b"")))
+    r = call(port, 11, 5, body)
+    r.i32()
+    eq(r.i16(), 0, "JoinGroup error")
+
+
+def members(port, group):
+    r = call(port, 15, 0, kw.array([group], nstr))
+    groups = r.array(lambda r: (r.i16(), r.string(), r.string(), r.string(), r.string(),
+                                r.array(lambda r: (r.string(), r.string(), r.string(), r.take(r.i32()),
+                                                   r.take(r.i32())))))
+    return len(groups[0][5])
+
+
+def names(b):
+    """Names differing only after a NUL byte are different names, also after a restart."""
+    commit(b.port, b"n\x00a", 5)
+    commit(b.port, b"n", 6)
+    pids = {t: init_pid(b.port, t) for t in (b"t\x00x", b"t")}
+    check(pids[b"t\x00x"] != pids[b"t"], "two transactional ids, two producer ids: %r" % pids)
+    static_join(b.port, b"s\x00g", b"i\x00x")
+    static_join(b.port, b"s\x00g", b"i\x00x")
+    eq(members(b.port, b"s\x00g"), 1, "a static member joining twice")
+    eq(b.stop(), 0, "exit status")
+    b.start()
+    eq((committed(b.port, b"n\x00a"), committed(b.port, b"n")), (5, 6), "offsets after a restart")
+    eq({t: init_pid(b.port, t) for t in pids}, pids, "producer ids after a restart")
+
+
 def control(port):
     s = kw.connect(port)
     try:
@@ -162,6 +231,7 @@ def test():
     props = {"group.initial.rebalance.delay.ms": 0, "auto.create.topics.enable": "true"}
     with Broker(props=props) as b:
         control(b.port)
+        names(b)
         fz = [Fuzzer(b.port, SEED * 100 + i) for i in range(THREADS)]
         threads = [threading.Thread(target=f.run, args=(TOTAL // THREADS,)) for f in fz]
         t0 = time.monotonic()
