@@ -214,8 +214,7 @@ void group_store_free(struct group_store *gs)
 
 void group_store_attach(struct group_store *gs, const struct coord_topic *ct)
 {
-	assert(ct->nparts > 0);
-	gs->topic = *ct;
+	gs->topic = *ct; /* attached once nparts > 0 */
 }
 
 bool group_store_attached(const struct group_store *gs)
