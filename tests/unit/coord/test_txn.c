@@ -246,6 +246,8 @@ static void test_failed_sync_retried(void **state)
 	assert_int_equal(part_log_end_offset(fx->data), 1);
 	fx_sync(fx, false); /* the marker's round fails */
 	assert_int_equal(fx_state(fx), TXN_PREPARE_COMMIT);
+	assert_int_equal(fx->done_calls, 1); /* not durable: EndTxn answered with a retriable error */
+	assert_int_equal(fx->done_err, KERR_COORDINATOR_NOT_AVAILABLE);
 	txn_coord_retry(fx->tc); /* the retry timer: asks for a new round */
 	assert_int_equal(fx_state(fx), TXN_PREPARE_COMMIT);
 	assert_int_equal(part_log_end_offset(fx->data), 1); /* synced again, not written again */
