@@ -52,7 +52,9 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +96,7 @@ struct txn {
 	uint64_t wait_ticket; /* the last one */
 	bool prepared;        /* the Prepare* record is durable */
 	bool retry;           /* a step failed: txn_coord_retry does it again */
+	int64_t retry_log_ms; /* monotonic time of the last retry logged as an error, 0 = none */
 	txn_done_fn *done;    /* the EndTxn waiting for the outcome */
 	void *done_arg;
 	struct txn *cnext; /* tc->completing */
@@ -337,6 +340,30 @@ static int32_t txn_coordinator_epoch(struct txn_coord *tc, const struct txn *txn
 	return part_leader_epoch(part);
 }
 
+/*
+ * Logs a failed completion step of txn ("'id': <what>; retrying"): as an
+ * error at most once per TXN_RETRY_LOG_MS, at debug ("txn") in between, so
+ * an offline log dir does not fill the log every TXN_RETRY_MS.
+ */
+static void txn_log_retry(struct txn *txn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void txn_log_retry(struct txn *txn, const char *fmt, ...)
+{
+	int64_t now = clock_mono_ms();
+	bool loud = !txn->retry_log_ms || now - txn->retry_log_ms >= TXN_RETRY_LOG_MS;
+	char what[512];
+	va_list ap;
+
+	if (!loud && !(log_debug_mask & LOGC_TXN))
+		return;
+	if (loud)
+		txn->retry_log_ms = now;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	log_emit(loud ? LOG_ERROR : LOG_DEBUG, loud ? NULL : "txn", "'%s': %s; retrying every %d ms", txn->id, what,
+		 TXN_RETRY_MS);
+}
+
 /* Appends the marker of tps[i]; true if it is appended or needs none (TODO -> WRITTEN/DONE). */
 static bool txn_write_marker(struct txn_coord *tc, struct txn *txn, int32_t i, bool commit)
 {
@@ -360,8 +387,8 @@ static bool txn_write_marker(struct txn_coord *tc, struct txn *txn, int32_t i, b
 		return true;
 	}
 	if (err) {
-		log_error("'%s': cannot write the %s marker to '%s-%d': %s; retrying every %d ms", txn->id,
-			  commit ? "COMMIT" : "ABORT", tp->topic, tp->partition, strerror(-err), TXN_RETRY_MS);
+		txn_log_retry(txn, "cannot write the %s marker to '%s-%d': %s", commit ? "COMMIT" : "ABORT", tp->topic,
+			      tp->partition, strerror(-err));
 		return false;
 	}
 	if (!strcmp(tp->topic, TXN_OFFSETS_TOPIC))
@@ -443,9 +470,10 @@ static void txn_advance(struct txn_coord *tc, struct txn *txn)
 		return;
 	txn->wait_first = txn->wait_ticket = 0;
 	if (failed) {
-		log_error("'%s': an fsync of the transaction's writes failed; retrying every %d ms", txn->id,
-			  TXN_RETRY_MS);
+		txn_log_retry(txn, "an fsync of the transaction's writes failed");
 		txn_retry_later(tc, txn);
+		/* not durable, and after a failed sync nothing is until a restart: the client retries EndTxn */
+		txn_notify(txn, KERR_COORDINATOR_NOT_AVAILABLE);
 		return;
 	}
 	txn->prepared = true;
@@ -480,6 +508,7 @@ static void txn_start_completion(struct txn_coord *tc, struct txn *txn)
 	txn_wait_on(txn, txn->ticket);
 	txn->prepared = false;
 	txn->retry = false;
+	txn->retry_log_ms = 0;
 	txn->cnext = tc->completing;
 	tc->completing = txn;
 	if (!txn->marks) {

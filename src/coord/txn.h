@@ -19,8 +19,9 @@
  * ops.written gives its ticket, ops.synced says when it is done, and the
  * broker calls txn_coord_on_synced after every round).  A marker that
  * cannot be written (partition offline, disk error) or synced is retried
- * every TXN_RETRY_MS until it is; meanwhile the id stays in Prepare* and
- * answers CONCURRENT_TRANSACTIONS.  txn_coord_attach() completes every
+ * every TXN_RETRY_MS until it is (logged as an error at most every
+ * TXN_RETRY_LOG_MS); meanwhile the id stays in Prepare* and answers
+ * CONCURRENT_TRANSACTIONS.  txn_coord_attach() completes every
  * Prepare* found at start-up the same way.  The state machine is drawn in
  * txn.c.
  *
@@ -89,7 +90,8 @@ struct txn_coord_cfg {
 	int32_t expire_interval_ms; /* transaction.remove.expired.transaction.cleanup.interval.ms */
 };
 
-#define TXN_RETRY_MS 500 /* a marker or state write that failed is retried this often */
+#define TXN_RETRY_MS 500       /* a marker or state write that failed is retried this often */
+#define TXN_RETRY_LOG_MS 10000 /* a transaction's failing retries are logged as errors at most this often */
 
 /* What DescribeTransactions / ListTransactions report; views valid until the next change. */
 struct txn_info {
@@ -140,7 +142,9 @@ int16_t txn_verify(struct txn_coord *tc, struct kstr id, int64_t producer_id, in
  * Returns the answer, or with *pending set, KERR_NONE and done(arg, err)
  * is called later, once: when the transaction is complete, or when a
  * marker had to be left for a retry (the outcome is durable then), or
- * with COORDINATOR_NOT_AVAILABLE at txn_coord_free.
+ * with COORDINATOR_NOT_AVAILABLE when an fsync round of its writes failed
+ * (the log dir is offline: nothing completes before a restart; the client
+ * retries) or at txn_coord_free.
  */
 int16_t txn_end(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch, bool commit,
 		txn_done_fn *done, void *arg, bool *pending);

@@ -4,7 +4,10 @@
  * the markers' round is done, a failed round or an offline partition
  * retried, EndTxn answered when complete; start-up completing a Prepare*;
  * transactional.id.expiration.ms; KIP-890 verification answers.  Real
- * partitions in a temp dir; the fsync rounds are the test's.
+ * partitions in a temp dir; the fsync rounds are the test's: a round that
+ * succeeds part_syncs the partitions written since the last one, as the
+ * syncer does, so their high watermarks (which follow the sync) move; a
+ * restart closes and reopens the partitions, as the broker does.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -32,6 +35,8 @@ struct fx {
 	struct part *data;  /* the transaction's partition "data-0" */
 	struct part *data1; /* "data-1" */
 	bool data_offline;
+	struct part *dirty[3]; /* written since the last successful round */
+	int ndirty;
 	uint64_t next_ticket; /* last ticket handed out */
 	uint64_t done;        /* rounds done up to this */
 	uint64_t failed;      /* a round up to this failed */
@@ -80,8 +85,14 @@ static void op_offsets(void *arg, int64_t producer_id, bool commit)
 static uint64_t op_written(void *arg, struct part *part)
 {
 	struct fx *fx = arg;
+	int i = 0;
 
-	(void)part;
+	while (i < fx->ndirty && fx->dirty[i] != part)
+		i++;
+	if (i == fx->ndirty) {
+		assert_true(fx->ndirty < (int)(sizeof(fx->dirty) / sizeof(fx->dirty[0])));
+		fx->dirty[fx->ndirty++] = part;
+	}
 	return ++fx->next_ticket;
 }
 
@@ -120,6 +131,21 @@ static void fx_coord(struct fx *fx)
 	assert_int_equal(txn_coord_attach(fx->tc, &(struct coord_topic){ fx_store_part, fx, 1 }), 0);
 }
 
+static void fx_open_all(struct fx *fx)
+{
+	fx->store = fx_open(fx, "__transaction_state-0");
+	fx->data = fx_open(fx, "data-0");
+	fx->data1 = fx_open(fx, "data-1");
+	fx->ndirty = 0;
+}
+
+static void fx_close_all(struct fx *fx)
+{
+	part_close(fx->data);
+	part_close(fx->data1);
+	part_close(fx->store);
+}
+
 static int fx_setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
@@ -127,9 +153,7 @@ static int fx_setup(void **state)
 	strcpy(fx->root, "/tmp/gregor-txn-XXXXXX");
 	assert_non_null(mkdtemp(fx->root));
 	assert_int_equal(loop_new(&fx->loop), 0);
-	fx->store = fx_open(fx, "__transaction_state-0");
-	fx->data = fx_open(fx, "data-0");
-	fx->data1 = fx_open(fx, "data-1");
+	fx_open_all(fx);
 	fx_coord(fx);
 	*state = fx;
 	return 0;
@@ -141,9 +165,7 @@ static int fx_teardown(void **state)
 	char cmd[256];
 
 	txn_coord_free(fx->tc);
-	part_close(fx->data);
-	part_close(fx->data1);
-	part_close(fx->store);
+	fx_close_all(fx);
 	loop_free(fx->loop);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->root);
 	assert_int_equal(system(cmd), 0);
@@ -151,13 +173,25 @@ static int fx_teardown(void **state)
 	return 0;
 }
 
-/* Everything handed out so far is synced (ok) or failed. */
+/* Everything handed out so far is synced (ok: part_sync moves the high watermarks) or failed. */
 static void fx_sync(struct fx *fx, bool ok)
 {
+	for (int i = 0; ok && i < fx->ndirty; i++)
+		assert_int_equal(part_sync(fx->dirty[i]), 0);
+	if (ok)
+		fx->ndirty = 0;
 	fx->done = fx->next_ticket;
 	if (!ok)
 		fx->failed = fx->next_ticket;
 	txn_coord_on_synced(fx->tc);
+}
+
+/* The rest of a restart once the coordinator is freed: the partitions are closed and reopened, it reloads. */
+static void fx_restart(struct fx *fx)
+{
+	fx_close_all(fx);
+	fx_open_all(fx);
+	fx_coord(fx);
 }
 
 static enum txn_state fx_state(struct fx *fx)
@@ -220,6 +254,8 @@ static void test_failed_sync_retried(void **state)
 	assert_int_equal(part_log_end_offset(fx->data), 1);
 	fx_sync(fx, false); /* the marker's round fails */
 	assert_int_equal(fx_state(fx), TXN_PREPARE_COMMIT);
+	assert_int_equal(fx->done_calls, 1); /* not durable: EndTxn answered with a retriable error */
+	assert_int_equal(fx->done_err, KERR_COORDINATOR_NOT_AVAILABLE);
 	txn_coord_retry(fx->tc); /* the retry timer: asks for a new round */
 	assert_int_equal(fx_state(fx), TXN_PREPARE_COMMIT);
 	assert_int_equal(part_log_end_offset(fx->data), 1); /* synced again, not written again */
@@ -291,7 +327,7 @@ static void test_attach_completes(void **state)
 	assert_int_equal(fx->done_calls, 1);
 	assert_int_equal(fx->done_err, KERR_COORDINATOR_NOT_AVAILABLE);
 	assert_int_equal(part_log_end_offset(fx->data), 0);
-	fx_coord(fx); /* a restart: reloads, a new coordinator epoch at its first marker */
+	fx_restart(fx); /* reloads, a new coordinator epoch at its first marker */
 	assert_int_equal(fx_state(fx), TXN_PREPARE_COMMIT);
 	fx_sync(fx, true);
 	assert_int_equal(part_log_end_offset(fx->data), 1);
@@ -317,7 +353,7 @@ static void test_expire(void **state)
 	assert_false(txn_describe(fx->tc, ID, &ti));
 	assert_true(txn_describe(fx->tc, KSTR("open"), &ti));
 	txn_coord_free(fx->tc);
-	fx_coord(fx); /* the tombstone is replayed */
+	fx_restart(fx); /* the tombstone is replayed */
 	assert_false(txn_describe(fx->tc, ID, &ti));
 	assert_true(txn_describe(fx->tc, KSTR("open"), &ti));
 }

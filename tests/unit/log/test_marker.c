@@ -91,7 +91,7 @@ static int32_t stored_epoch(struct part *part)
 	return e->coordinator_epoch;
 }
 
-/* The coordinator epoch of the control batch at offset in part. */
+/* The coordinator epoch of the control batch at offset in part, read once synced (below the high watermark). */
 static int32_t control_epoch(struct part *part, int64_t offset)
 {
 	struct fslice s;
@@ -100,6 +100,8 @@ static int32_t control_epoch(struct part *part, int64_t offset)
 	bool commit;
 	int32_t coordinator_epoch = -1;
 
+	assert_int_equal(part_sync(part), 0);
+	assert_true(part_high_watermark(part) > offset);
 	assert_int_equal(part_read(part, offset, part_high_watermark(part), sizeof(buf), true, &s), 0);
 	assert_true(s.len > 0 && s.len <= (int64_t)sizeof(buf));
 	assert_int_equal(pread(s.ref->fd, buf, (size_t)s.len, s.pos), s.len);
