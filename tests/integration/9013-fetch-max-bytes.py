@@ -64,12 +64,13 @@ def last_offset(recs):
 
 
 def produce(port, topic, nparts, batches, size):
+    """acks=all: the high watermark (what Fetch serves) follows the sync."""
     s = kw.connect(port)
     try:
         for p in range(nparts):
             for i in range(batches):
                 val = bytes([65 + i % 26]) * size
-                s.sendall(kw.request(0, 3, i, kw.produce_v3_body(topic, p, kw.record_batch([(b"k", val)]))))
+                s.sendall(kw.request(0, 3, i, kw.produce_v3_body(topic, p, kw.record_batch([(b"k", val)]), acks=-1)))
                 eq(kw.parse_produce_v3(kw.recv_response(s)[1])[(topic, p)][0], 0, "produce")
     finally:
         s.close()
