@@ -160,6 +160,11 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 		out->ErrorCode = KERR_CORRUPT_MESSAGE;
 		return 0;
 	}
+	if (acks == -1 && t->cfg.min_insync_replicas > 1) {
+		/* the in-sync replica set of a single node is this broker alone (Kafka checks before appending) */
+		out->ErrorCode = KERR_NOT_ENOUGH_REPLICAS;
+		return 0;
+	}
 	err = records_validate(in->Records.p, (size_t)in->Records.len, t->cfg.max_message_bytes, &count);
 	if (!err && !produce_idem_check(rq, t, part, in, out, &dup))
 		/* a duplicate is acknowledged like its original: once durable */
@@ -268,16 +273,19 @@ int h_produce(struct req *rq, const void *in, void *out)
 
 void produce_flush_policy(struct broker *b, int64_t now_ms)
 {
-	static int64_t last_ms;
 	struct topic **topics;
 	int n;
 
-	if (b->cfg.log_flush_interval_ms < 0 || now_ms - last_ms < b->cfg.log_flush_interval_ms)
-		return;
-	last_ms = now_ms;
 	topics = registry_topics(b->reg, &n);
-	for (int i = 0; i < n; i++)
-		for (int32_t p = 0; p < topics[i]->nparts; p++)
-			if (topics[i]->parts[p] && part_unflushed_messages(topics[i]->parts[p]) > 0)
-				syncer_want(b->syncer, topics[i]->parts[p]);
+	for (int i = 0; i < n; i++) {
+		struct topic *t = topics[i];
+
+		/* flush.ms follows log.flush.interval.ms; INT64_MAX: never by time */
+		if (t->cfg.flush_ms == INT64_MAX || now_ms - t->flush_round_ms < t->cfg.flush_ms)
+			continue;
+		t->flush_round_ms = now_ms;
+		for (int32_t p = 0; p < t->nparts; p++)
+			if (t->parts[p] && part_unflushed_messages(t->parts[p]) > 0)
+				syncer_want(b->syncer, t->parts[p]);
+	}
 }

@@ -46,7 +46,7 @@ int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
 
 /* Re-evaluates parked long-poll fetches (after appends or timeouts). */
 void fetch_wake(struct broker *b);
-/* Requests time-based flushes (log.flush.interval.ms); called periodically. */
+/* Requests time-based flushes (each topic's flush.ms, which follows log.flush.interval.ms); called periodically. */
 void produce_flush_policy(struct broker *b, int64_t now_ms);
 
 /* Transactions (h_txn.c): coordinator start/stop and the transaction APIs. */

@@ -404,6 +404,7 @@ static void registry_part_cfg(const struct topic_cfg *tc, struct part_cfg *pc)
 	part_cfg_default(pc);
 	pc->segment_bytes = tc->segment_bytes;
 	pc->segment_ms = tc->segment_ms;
+	pc->segment_jitter_ms = tc->segment_jitter_ms;
 	pc->retention_ms = tc->retention_ms;
 	pc->retention_bytes = tc->retention_bytes;
 	pc->index_interval_bytes = tc->index_interval_bytes;
