@@ -31,8 +31,12 @@
  *
  * Join phase: it ends when every known member has sent JoinGroup again (and
  * no member id handed out with MEMBER_ID_REQUIRED is outstanding), or when
- * the largest rebalance timeout of the members passes; then members that
- * did not rejoin are removed.  A group leaving Empty waits first
+ * the largest rebalance timeout of the members passes; then dynamic members
+ * that did not rejoin are removed, while static ones stay in the new
+ * generation (they learn it when they come back, or leave by session
+ * expiry), with the leadership passing to a member that did rejoin; if
+ * none did, the phase waits another rebalance timeout (Kafka's
+ * onCompleteJoin).  A group leaving Empty waits first
  * group.initial.rebalance.delay.ms, extended by that delay while new
  * members keep arriving, up to the rebalance timeout (InitialDelayedJoin).
  *
