@@ -9,7 +9,7 @@ OPT     ?= -O2
 BUILD   ?= build
 CFLAGS  := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc -I$(BUILD)/gen
 DEPFLAGS := -MMD -MP
-LDLIBS  := -lisal -lpthread
+LDLIBS  := -lisal -lsnappy -llz4 -lzstd -lpthread
 
 ifeq ($(SANITIZE),1)
 BUILD   := build-san

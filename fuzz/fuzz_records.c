@@ -1,8 +1,9 @@
 /*
- * fuzz_records.c - record batch v2 parsing and validation (proto/records.c)
- * as the produce path and the log use it.  Byte 0 of the input: bit 0 set
- * = fix every batch CRC first (to get past the CRC check), the rest is a
- * records blob as found in a Produce request or a segment file.
+ * fuzz_records.c - record batch v2 parsing and validation (proto/records.c,
+ * proto/validate.c) as the produce path and the log use it.  Byte 0 of the
+ * input: bit 0 set = fix every batch CRC first (to get past the CRC check),
+ * bit 1 = keys required; the rest is a records blob as found in a Produce
+ * request or a segment file.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,12 +12,14 @@
 
 #include "fuzz/fuzz.h"
 #include "proto/records.h"
+#include "proto/validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *p;
 	size_t len, at = 0;
-	int count;
+	struct validate_cfg vc = { 1 << 20, true, 1700000000000LL, 86400000LL, 3600000LL, false };
+	struct validate_result res;
 
 	fuzz_quiet();
 	if (size < 1)
@@ -26,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(p, data + 1, len);
 	if (data[0] & 1)
 		fuzz_fix_crcs(p, len);
-	records_validate(p, len, 1 << 20, &count);
+	vc.keys_required = data[0] & 2;
+	validate_records(p, len, &vc, &res);
 	while (at < len) {
 		struct batch_hdr h;
 		int64_t off, ts;

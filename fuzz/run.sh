@@ -50,7 +50,7 @@ rm -f $B/libgregor.a
 ar rcs $B/libgregor.a $OBJS
 for t in $TARGETS; do
 	if [ ! -f $B/bin/$t ] || [ fuzz/$t.c -nt $B/bin/$t ] || [ fuzz/fuzz.h -nt $B/bin/$t ] || [ $B/libgregor.a -nt $B/bin/$t ]; then
-		$CLANG $CFLAGS -fsanitize=fuzzer fuzz/$t.c $B/libgregor.a -o $B/bin/$t -lisal -lpthread
+		$CLANG $CFLAGS -fsanitize=fuzzer fuzz/$t.c $B/libgregor.a -o $B/bin/$t -lisal -lsnappy -llz4 -lzstd -lpthread
 	fi
 done
 [ -n "$FUZZ_BUILD_ONLY" ] && exit 0

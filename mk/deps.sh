@@ -2,9 +2,9 @@
 # Installs every Debian and npm package the build and the tests need.
 # Idempotent and quick when everything is present.
 set -e
-PKGS="gcc make python3 libisal-dev libcmocka-dev librdkafka-dev kcat
+PKGS="gcc make python3 libisal-dev libsnappy-dev liblz4-dev libzstd-dev libcmocka-dev librdkafka-dev kcat
 python3-confluent-kafka python3-kafka libsqlite3-dev nodejs npm
-clang libclang-rt-14-dev"
+clang libclang-rt-14-dev golang-go golang-github-shopify-sarama-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

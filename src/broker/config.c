@@ -159,11 +159,13 @@ static const struct conf_def defs[] = {
 	     "Default topic `message.timestamp.type`: keep the producer's timestamps, or stamp batches with the "
 	     "broker's time on append."),
 	I64("log.message.timestamp.difference.max.ms", log_message_timestamp_difference_max_ms, 0, I64MAX,
-	    "9223372036854775807", true, "Default topic `message.timestamp.difference.max.ms`."),
+	    "9223372036854775807", true,
+	    "Default topic `message.timestamp.difference.max.ms` (deprecated: stands in for `before`/`after` left "
+	    "at their defaults)."),
 	I64("log.message.timestamp.before.max.ms", log_message_timestamp_before_max_ms, 0, I64MAX,
 	    "9223372036854775807", true, "Default topic `message.timestamp.before.max.ms`."),
-	I64("log.message.timestamp.after.max.ms", log_message_timestamp_after_max_ms, 0, I64MAX, "9223372036854775807",
-	    true, "Default topic `message.timestamp.after.max.ms`."),
+	I64("log.message.timestamp.after.max.ms", log_message_timestamp_after_max_ms, 0, I64MAX, "3600000", true,
+	    "Default topic `message.timestamp.after.max.ms`."),
 	BOOL("log.message.downconversion.enable", log_message_downconversion_enable, "true", true,
 	     "Accepted; Gregor stores and serves record batch v2 only."),
 	STR("log.message.format.version", log_message_format_version, "3.0-IV1", false,

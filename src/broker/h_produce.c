@@ -23,6 +23,7 @@
 #include "broker/broker.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
+#include "broker/produce_check.h"
 #include "broker/registry.h"
 #include "broker/syncer.h"
 #include "log/partition.h"
@@ -103,7 +104,7 @@ static bool produce_idem_check(struct req *rq, const struct topic *t, struct par
 	*dup = false;
 	if (records_batch_parse(in->Records.p, (size_t)in->Records.len, &h) || h.producer_id < 0 ||
 	    records_is_control(&h))
-		return true; /* no producer checks (control batches are refused by records_validate) */
+		return true; /* no producer checks (control batches are refused by produce_check) */
 	if (h.size != in->Records.len || h.producer_epoch < 0 || h.base_sequence < 0) {
 		/* Kafka: one batch per partition from an idempotent producer */
 		out->ErrorCode = rq->hdr.api_version >= 8 ? KERR_INVALID_RECORD : KERR_CORRUPT_MESSAGE;
@@ -149,7 +150,8 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 	struct broker *b = rq->b;
 	struct part *part = registry_part(t, in->Index);
 	struct part_append_info info;
-	int count = 0, err;
+	int64_t now_ms = clock_wall_ms();
+	int err = 0;
 	bool dup;
 
 	if (!part) {
@@ -165,13 +167,13 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 		out->ErrorCode = KERR_NOT_ENOUGH_REPLICAS;
 		return 0;
 	}
-	err = records_validate(in->Records.p, (size_t)in->Records.len, t->cfg.max_message_bytes, &count);
-	if (!err && !produce_idem_check(rq, t, part, in, out, &dup))
+	/* the records are a view into rq->frame, which this request owns */
+	if (!produce_check(rq, t, (uint8_t *)in->Records.p, (size_t)in->Records.len, now_ms, out))
+		return 0;
+	if (!produce_idem_check(rq, t, part, in, out, &dup))
 		/* a duplicate is acknowledged like its original: once durable */
 		return dup && acks == -1 && park_sync_on_ack(&b->cfg) ? syncer_want(b->syncer, part) : 0;
-	if (!err)
-		/* the records are a view into rq->frame, which this request owns */
-		err = part_append(part, (uint8_t *)in->Records.p, (size_t)in->Records.len, clock_wall_ms(), &info);
+	err = part_append(part, (uint8_t *)in->Records.p, (size_t)in->Records.len, now_ms, &info);
 	if (err) {
 		out->ErrorCode = produce_kerr(err);
 		if (out->ErrorCode == KERR_KAFKA_STORAGE_ERROR)

@@ -83,14 +83,14 @@ static const struct conf_def defs[] = {
 	     "Accepted; batches are served as stored (v2). Default: `log.message.downconversion.enable`."),
 	STR("message.format.version", message_format_version, "3.0-IV1",
 	    "Accepted; batches are stored as v2. Default: `log.message.format.version`."),
-	I64("message.timestamp.after.max.ms", message_timestamp_after_max_ms, 0, I64MAX, LMAX,
-	    "Reject batches whose timestamp is further in the future than this (CreateTime). "
+	I64("message.timestamp.after.max.ms", message_timestamp_after_max_ms, 0, I64MAX, "3600000",
+	    "Reject batches with a record timestamp further in the future than this (CreateTime; INVALID_TIMESTAMP). "
 	    "Default: `log.message.timestamp.after.max.ms`."),
 	I64("message.timestamp.before.max.ms", message_timestamp_before_max_ms, 0, I64MAX, LMAX,
-	    "Reject batches whose timestamp is further in the past than this (CreateTime). "
+	    "Reject batches with a record timestamp further in the past than this (CreateTime; INVALID_TIMESTAMP). "
 	    "Default: `log.message.timestamp.before.max.ms`."),
 	I64("message.timestamp.difference.max.ms", message_timestamp_difference_max_ms, 0, I64MAX, LMAX,
-	    "Reject batches whose timestamp differs from the broker's clock by more than this (CreateTime). "
+	    "Deprecated: stands in for `message.timestamp.before.max.ms` / `after.max.ms` left at their defaults. "
 	    "Default: `log.message.timestamp.difference.max.ms`."),
 	ENUM("message.timestamp.type", message_timestamp_type, CONFIG_TS_VALUES, "CreateTime",
 	     "Keep producer timestamps or stamp with the broker's time on append. "
@@ -120,7 +120,8 @@ static const struct conf_def defs[] = {
 	    "Largest random jitter subtracted from `segment.ms`, drawn anew for each active segment (below "
 	    "`segment.ms`). Default: `log.roll.jitter.ms`, `log.roll.jitter.hours`."),
 	I64("segment.ms", segment_ms, 1, I64MAX, "604800000",
-	    "Age at which the active segment rolls. Default: `log.roll.ms`, `log.roll.hours`."),
+	    "Age at which the active segment rolls, in broker time since its first append (producer timestamps do "
+	    "not count). Default: `log.roll.ms`, `log.roll.hours`."),
 	BOOL("unclean.leader.election.enable", unclean_leader_election_enable, "false",
 	     "Accepted, no effect on a single node. Default: `unclean.leader.election.enable`."),
 };

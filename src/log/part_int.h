@@ -40,7 +40,6 @@ struct part {
 	struct txnidx txnidx;   /* aborted transactions (txnidx.h, transactions) */
 	uint8_t *scratch;       /* PART_SCRATCH_BYTES, event-loop thread only */
 	int64_t writeback_pos;  /* active-segment position writeback was started up to */
-	int64_t time_pos;       /* file position of the batch part_time_in_seg() found */
 	int64_t roll_jitter_ms; /* subtracted from segment.ms for the active segment (segment.jitter.ms) */
 };
 

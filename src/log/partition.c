@@ -212,7 +212,7 @@ static int part_load_seg(struct part *part, int i, int64_t recovery_point)
 	if (rc < 0)
 		return rc;
 	if (seg->roll_ts < 0 && seg->size > 0)
-		seg->roll_ts = clock_wall_ms();
+		seg->roll_ts = seg_created_ms(seg, clock_wall_ms());
 	if (i > 0 && part->segs[i - 1]->next_offset > seg->base_offset) {
 		log_error("log: '%s.log' overlaps the previous segment (ends at %" PRId64 ")", seg->path,
 			  part->segs[i - 1]->next_offset);
@@ -483,7 +483,6 @@ struct append_plan {
 	int64_t span; /* offsets taken: sum of lastOffsetDelta + 1 */
 	int64_t records;
 	uint32_t producers; /* batches with a producer id (an upper bound of new producers) */
-	int64_t max_ts;     /* largest batch maxTimestamp, -1 if none */
 };
 
 static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan)
@@ -492,7 +491,6 @@ static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan
 
 	plan->span = plan->records = 0;
 	plan->producers = 0;
-	plan->max_ts = -1;
 	if (len == 0 || len > INT32_MAX)
 		return len ? -EMSGSIZE : -EBADMSG;
 	while (off < len) {
@@ -503,8 +501,6 @@ static int append_plan(const uint8_t *blob, size_t len, struct append_plan *plan
 		plan->span += (int64_t)h.last_offset_delta + 1;
 		plan->records += h.record_count;
 		plan->producers += h.producer_id >= 0;
-		if (h.max_timestamp > plan->max_ts)
-			plan->max_ts = h.max_timestamp;
 		off += (size_t)h.size;
 	}
 	return 0;
@@ -535,11 +531,14 @@ static int part_roll(struct part *part)
 }
 
 /*
- * segment.ms as Kafka measures it: from the segment's first batch timestamp
- * to the incoming batch's, so old producer timestamps do not roll every
- * append; wall time only when the batches carry no timestamp.
+ * Rolls before an append that would overflow the segment: segment.bytes,
+ * full indexes, or offsets whose distance from the segment base would not
+ * fit the indexes' int32 (span counts real offsets: validation made every
+ * batch's lastOffsetDelta its record count - 1).  segment.ms counts broker
+ * time from the segment's first append, never producer timestamps, so a
+ * producer cannot force a roll per request by sending times far apart.
  */
-static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t max_ts, int64_t now_ms)
+static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t now_ms)
 {
 	const struct seg *seg = part_active(part);
 	const struct part_cfg *cfg = &part->cfg;
@@ -550,8 +549,7 @@ static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t 
 	if (seg->size == 0)
 		return 0;
 	roll = seg->size + (int64_t)len > cfg->segment_bytes ||
-	       (seg->roll_ts >= 0 &&
-		(max_ts >= 0 ? max_ts : now_ms) - seg->roll_ts > cfg->segment_ms - part->roll_jitter_ms) ||
+	       (seg->roll_ts >= 0 && now_ms - seg->roll_ts > cfg->segment_ms - part->roll_jitter_ms) ||
 	       offidx_full(&seg->oi) || timeidx_full(&seg->ti) || part->leo + span - 1 - seg->base_offset > INT32_MAX;
 	return roll ? part_roll(part) : 0;
 }
@@ -606,7 +604,7 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, st
 	if (!rc)
 		rc = pstate_reserve(&part->pstate, plan.producers);
 	if (!rc)
-		rc = part_maybe_roll(part, len, plan.span, plan.max_ts, now_ms);
+		rc = part_maybe_roll(part, len, plan.span, now_ms);
 	if (rc)
 		return rc;
 	part_stamp(part, blob, len, now_ms);
@@ -746,29 +744,9 @@ int64_t part_size_bytes(const struct part *part)
 	return size;
 }
 
-/* First batch in segment i with max timestamp >= ts and last offset >= log start. */
-static int part_time_in_seg(struct part *part, int i, int64_t ts, struct batch_hdr *h)
-{
-	struct seg *seg = part->segs[i];
-	int32_t rel = timeidx_lookup(&seg->ti, ts);
-	int64_t from = rel < 0 ? seg->base_offset : seg->base_offset + rel;
-	struct seg_iter it;
-	int rc;
-
-	if (from < part->log_start_offset)
-		from = part->log_start_offset;
-	rc = seg_find(seg, from, &it, h, part->scratch, PART_SCRATCH_BYTES);
-	while (rc == 1 && h->max_timestamp < ts) {
-		seg_iter_skip(&it, h);
-		rc = seg_iter_next(&it, h);
-	}
-	part->time_pos = it.pos;
-	return rc;
-}
-
-/* Reads batch h (found by part_time_in_seg at part->time_pos) to find the record. */
-static int part_time_in_batch(struct part *part, int i, const struct batch_hdr *h, int64_t ts, int64_t *offset_out,
-			      int64_t *ts_out)
+/* Reads batch h at pos of segment i for the first record at or after ts: records_find_time(). */
+static int part_time_in_batch(struct part *part, int i, int64_t pos, const struct batch_hdr *h, int64_t ts,
+			      int64_t *offset_out, int64_t *ts_out)
 {
 	uint8_t *buf;
 	ssize_t n;
@@ -777,37 +755,69 @@ static int part_time_in_batch(struct part *part, int i, const struct batch_hdr *
 	*offset_out = h->base_offset;
 	*ts_out = h->max_timestamp;
 	if (h->size > 64 << 20)
-		return 0;
+		return h->max_timestamp >= ts; /* the batch, not the record */
 	buf = malloc((size_t)h->size);
 	if (!buf)
 		return -ENOMEM;
-	n = pread(part->segs[i]->log->fd, buf, (size_t)h->size, part->time_pos);
+	n = pread(part->segs[i]->log->fd, buf, (size_t)h->size, pos);
 	rc = n == h->size ? records_find_time(buf, h, ts, offset_out, ts_out) : -EIO;
 	free(buf);
-	return rc < 0 ? rc : 0;
+	return rc;
+}
+
+/* May batch h hold a record at or after ts?  Its max timestamp says, unless it has none (-1). */
+static bool part_time_candidate(const struct seg *seg, const struct batch_hdr *h, int64_t ts)
+{
+	return h->max_timestamp >= ts || (seg->ts_unknown && h->max_timestamp < 0 && !records_is_control(h));
+}
+
+/*
+ * First record at or after ts in segment i, from the time index entry at
+ * or below ts (the segment start if there is none, or if the segment may
+ * hold batches without a max timestamp).  1 found, 0 none, -errno.
+ */
+static int part_time_in_seg(struct part *part, int i, int64_t ts, int64_t *offset_out, int64_t *ts_out)
+{
+	struct seg *seg = part->segs[i];
+	int32_t rel = seg->ts_unknown ? -1 : timeidx_lookup(&seg->ti, ts);
+	int64_t from = rel < 0 ? seg->base_offset : seg->base_offset + rel;
+	struct seg_iter it;
+	struct batch_hdr h;
+	int rc;
+
+	if (from < part->log_start_offset)
+		from = part->log_start_offset;
+	rc = seg_find(seg, from, &it, &h, part->scratch, PART_SCRATCH_BYTES);
+	while (rc == 1) {
+		if (part_time_candidate(seg, &h, ts)) {
+			rc = part_time_in_batch(part, i, it.pos, &h, ts, offset_out, ts_out);
+			if (rc != 0)
+				return rc;
+		}
+		seg_iter_skip(&it, &h);
+		rc = seg_iter_next(&it, &h);
+	}
+	return rc;
 }
 
 int part_offset_for_time(struct part *part, int64_t ts, int64_t *offset_out, int64_t *ts_out)
 {
-	*offset_out = *ts_out = -1;
 	for (int i = 0; i < part->nsegs; i++) {
-		struct batch_hdr h;
+		const struct seg *seg = part->segs[i];
 		int rc;
 
-		if (part->segs[i]->max_ts < ts || part->segs[i]->next_offset <= part->log_start_offset)
+		if ((seg->max_ts < ts && !seg->ts_unknown) || seg->next_offset <= part->log_start_offset)
 			continue;
-		rc = part_time_in_seg(part, i, ts, &h);
+		rc = part_time_in_seg(part, i, ts, offset_out, ts_out);
 		if (rc < 0)
 			return rc;
 		if (rc == 1) {
-			rc = part_time_in_batch(part, i, &h, ts, offset_out, ts_out);
-			if (rc < 0)
-				return rc;
 			if (*offset_out < part->log_start_offset)
 				*offset_out = part->log_start_offset;
 			return 0;
 		}
 	}
+	*offset_out = *ts_out = -1;
 	return 0;
 }
 

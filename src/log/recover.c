@@ -20,6 +20,7 @@ static void seg_reset_state(struct seg *seg)
 	seg->next_offset = seg->base_offset;
 	seg->roll_ts = seg->max_ts = seg->max_ts_offset = -1;
 	seg->bytes_since_index = 0;
+	seg->ts_unknown = false;
 }
 
 static int seg_file_size(struct seg *seg, int64_t *size)
@@ -62,20 +63,6 @@ int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t
 	return seg_truncate_bytes(seg, it.pos);
 }
 
-/* Reads the first batch's max timestamp: the time segment.ms counts from. */
-static int load_roll_ts(struct seg *seg, int64_t fsize, uint8_t *buf, size_t cap)
-{
-	struct seg_iter it;
-	struct batch_hdr h;
-	int rc;
-
-	seg_iter_init(&it, seg, 0, fsize, false, buf, cap);
-	rc = seg_iter_next(&it, &h);
-	if (rc == 1 && h.max_timestamp >= 0)
-		seg->roll_ts = h.max_timestamp;
-	return rc < 0 ? rc : 0;
-}
-
 /* Walks headers after the last offset-index entry; -EBADMSG if anything disagrees. */
 static int load_tail(struct seg *seg, int64_t fsize, int32_t interval, uint8_t *buf, size_t cap)
 {
@@ -92,6 +79,8 @@ static int load_tail(struct seg *seg, int64_t fsize, int32_t interval, uint8_t *
 		seg->max_ts = timeidx_ent(ti, ti->f.n - 1)->ts;
 		seg->max_ts_offset = seg->base_offset + timeidx_ent(ti, ti->f.n - 1)->rel;
 	}
+	/* offset-index points without any time entry: the batches before them had maxTimestamp -1 */
+	seg->ts_unknown = indexed && ti->f.n == 0;
 	seg_iter_init(&it, seg, start, fsize, false, buf, cap);
 	while ((rc = seg_iter_next(&it, &h)) == 1) {
 		if (it.pos == start && indexed && records_last_offset(&h) != start_last)
@@ -104,7 +93,7 @@ static int load_tail(struct seg *seg, int64_t fsize, int32_t interval, uint8_t *
 		return rc;
 	if (seg->max_ts_offset >= seg->next_offset || (oi->f.n && seg->next_offset == seg->base_offset))
 		return -EBADMSG;
-	return load_roll_ts(seg, fsize, buf, cap);
+	return 0;
 }
 
 int recover_load(struct seg *seg, int32_t index_interval_bytes, uint8_t *buf, size_t cap, int64_t *truncated)

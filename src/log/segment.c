@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/crc32c.h"
@@ -91,6 +92,17 @@ void seg_unlink(struct seg *seg)
 	}
 }
 
+int64_t seg_created_ms(const struct seg *seg, int64_t now_ms)
+{
+	struct statx stx;
+	int64_t ms;
+
+	if (statx(seg->log->fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) < 0 || !(stx.stx_mask & STATX_BTIME))
+		return now_ms;
+	ms = (int64_t)stx.stx_btime.tv_sec * 1000 + stx.stx_btime.tv_nsec / 1000000;
+	return ms <= now_ms ? ms : now_ms;
+}
+
 void seg_seal(struct seg *seg)
 {
 	if (seg->max_ts >= 0)
@@ -106,8 +118,8 @@ void seg_index_batch(struct seg *seg, const struct batch_hdr *h, int64_t pos, in
 		seg->max_ts = h->max_timestamp;
 		seg->max_ts_offset = last;
 	}
-	if (seg->roll_ts < 0 && h->max_timestamp >= 0)
-		seg->roll_ts = h->max_timestamp;
+	if (h->max_timestamp < 0 && h->record_count > 0 && !records_is_control(h))
+		seg->ts_unknown = true;
 	if (seg->bytes_since_index > index_interval_bytes) {
 		rc = offidx_append(&seg->oi, (int32_t)(last - seg->base_offset), (int32_t)pos);
 		if (!rc && seg->max_ts >= 0)

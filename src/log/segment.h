@@ -33,9 +33,11 @@ struct seg {
 	int64_t base_offset;
 	int64_t next_offset;       /* last offset + 1; base_offset when empty */
 	int64_t size;              /* bytes of whole batches in .log */
-	int64_t roll_ts;           /* first batch's max timestamp (segment.ms), -1 while empty */
+	int64_t roll_ts;           /* broker time of the first append (segment.ms), -1 while empty */
 	int64_t max_ts;            /* largest batch maxTimestamp, -1 if none */
 	int64_t max_ts_offset;     /* last offset of the batch holding max_ts, -1 if none */
+	bool ts_unknown;           /* may hold batches with maxTimestamp -1 (stored before Produce set it):
+				      time lookups read this segment from its start, inside such batches */
 	int64_t bytes_since_index; /* appended since the last offset-index entry */
 	struct fdref *log;         /* the .log file */
 	struct offidx oi;
@@ -56,6 +58,12 @@ int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_by
 void seg_close(struct seg *seg);
 /* Unlinks the three files (open references keep the data readable). */
 void seg_unlink(struct seg *seg);
+/*
+ * When segment.ms counts from for a segment found on disk: the .log file's
+ * creation time (statx birth time) if the file system keeps one and it is
+ * not in the future, else now_ms.
+ */
+int64_t seg_created_ms(const struct seg *seg, int64_t now_ms);
 /* Appends the final time-index entry when the segment stops being active. */
 void seg_seal(struct seg *seg);
 

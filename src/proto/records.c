@@ -2,9 +2,9 @@
  * records.c - record batch v2 header parsing, validation, patching and
  * building (layout in records.h).
  *
- * The write path never decodes individual records: a batch is checked by
- * its header and CRC only, then stored as received.  Records are decoded
- * here only to read control markers.
+ * Produce validation, which reads every record, is proto/validate.c; here
+ * records are decoded only to read control markers, for time lookups and
+ * for replaying internal topics.
  */
 #include "proto/records.h"
 
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/codec.h"
 #include "util/crc32c.h"
-#include "util/gunzip.h"
 
 static uint64_t be_get(const uint8_t *p, int n)
 {
@@ -81,67 +81,6 @@ bool records_batch_crc_ok(const uint8_t *p, const struct batch_hdr *h)
 	return crc32c(p + RECORDS_ATTR_OFF, (size_t)h->size - RECORDS_ATTR_OFF) == h->crc;
 }
 
-/*
- * Walks the records of an uncompressed batch: each length must fit, the
- * count must match recordCount and the offsets must be 0..n-1 as a
- * producer writes them.  Touches only the varint headers, data already in
- * cache from the CRC check.
- */
-static bool records_walk_ok(const uint8_t *p, const struct batch_hdr *h)
-{
-	struct rd r;
-
-	rd_init(&r, p + RECORDS_HDR_SIZE, (size_t)(h->size - RECORDS_HDR_SIZE));
-	for (int32_t i = 0; i < h->record_count; i++) {
-		int32_t len = rd_varint(&r);
-		const uint8_t *next = r.p + len;
-
-		if (r.err || len < 3 || (size_t)len > rd_left(&r))
-			return false;
-		rd_i8(&r);
-		rd_varlong(&r);
-		if (rd_varint(&r) != i || r.err)
-			return false;
-		r.p = next;
-	}
-	return rd_left(&r) == 0 && h->last_offset_delta == h->record_count - 1;
-}
-
-int records_validate(const uint8_t *p, size_t len, int32_t max_batch_bytes, int *count_out)
-{
-	int64_t count = 0;
-	size_t off = 0;
-
-	*count_out = 0;
-	while (off < len) {
-		struct batch_hdr h;
-		int rc = records_hdr_parse(p + off, len - off, &h);
-
-		if (rc == -EAGAIN)
-			return -EBADMSG; /* a partial batch in a request is corrupt */
-		if (rc)
-			return rc;
-		if (h.size > max_batch_bytes)
-			return -EMSGSIZE;
-		if ((uint64_t)h.size > len - off)
-			return -EBADMSG;
-		if ((h.attributes & RECORDS_ATTR_CODEC_MASK) > 4)
-			return -EBADMSG;
-		if (!records_batch_crc_ok(p + off, &h))
-			return -EBADMSG;
-		if (records_is_control(&h) || h.record_count <= 0)
-			return -EINVAL; /* producers never write control batches */
-		if (!(h.attributes & RECORDS_ATTR_CODEC_MASK) && !records_walk_ok(p + off, &h))
-			return -EINVAL;
-		count += h.record_count;
-		if (count > INT32_MAX)
-			return -EBADMSG;
-		off += (size_t)h.size;
-	}
-	*count_out = (int)count;
-	return 0;
-}
-
 void records_set_base_offset(uint8_t *p, int64_t base_offset)
 {
 	be_put(p, (uint64_t)base_offset, 8);
@@ -152,16 +91,25 @@ void records_set_leader_epoch(uint8_t *p, int32_t leader_epoch)
 	be_put(p + 12, (uint32_t)leader_epoch, 4);
 }
 
-void records_set_log_append_time(uint8_t *p, size_t len, int64_t ts)
+static void records_set_max_ts_attr(uint8_t *p, size_t len, int64_t ts, uint16_t attr)
 {
-	uint16_t attr = (uint16_t)be_get(p + RECORDS_ATTR_OFF, 2);
-
-	be_put(p + RECORDS_ATTR_OFF, attr | RECORDS_ATTR_LOG_APPEND_TIME, 2);
+	be_put(p + RECORDS_ATTR_OFF, attr, 2);
 	be_put(p + 35, (uint64_t)ts, 8);
 	be_put(p + RECORDS_CRC_OFF, crc32c(p + RECORDS_ATTR_OFF, len - RECORDS_ATTR_OFF), 4);
 }
 
-#define RECORDS_CODEC_GZIP 1
+void records_set_log_append_time(uint8_t *p, size_t len, int64_t ts)
+{
+	uint16_t attr = (uint16_t)be_get(p + RECORDS_ATTR_OFF, 2);
+
+	records_set_max_ts_attr(p, len, ts, attr | RECORDS_ATTR_LOG_APPEND_TIME);
+}
+
+void records_set_max_timestamp(uint8_t *p, size_t len, int64_t ts)
+{
+	records_set_max_ts_attr(p, len, ts, (uint16_t)be_get(p + RECORDS_ATTR_OFF, 2));
+}
+
 #define RECORDS_INFLATE_MAX (64 << 20)
 
 /* ---- building ---- */
@@ -321,26 +269,32 @@ static int records_scan_time(const struct batch_hdr *h, const uint8_t *p, size_t
 int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, int64_t *offset_out, int64_t *ts_out)
 {
 	int codec = h->attributes & RECORDS_ATTR_CODEC_MASK;
+	bool lat = h->attributes & RECORDS_ATTR_LOG_APPEND_TIME;
+	bool unknown = h->max_timestamp < 0 && !lat; /* no max timestamp: only the records can tell */
 	const uint8_t *body = p + RECORDS_HDR_SIZE;
 	size_t body_len = (size_t)(h->size - RECORDS_HDR_SIZE);
-	uint8_t *plain = NULL;
-	size_t plain_len;
+	struct wr plain;
 	int rc;
 
-	if (h->max_timestamp < ts)
+	if (h->max_timestamp < ts && !unknown)
 		return 0;
 	*offset_out = h->base_offset;
 	*ts_out = h->max_timestamp;
-	if ((h->attributes & RECORDS_ATTR_LOG_APPEND_TIME) || (codec && codec != RECORDS_CODEC_GZIP))
-		return 1; /* one time for the batch, or a codec the broker cannot read */
-	if (codec == RECORDS_CODEC_GZIP) {
-		if (gunzip(body, body_len, RECORDS_INFLATE_MAX, &plain, &plain_len) < 0)
-			return 1;
-		body = plain;
-		body_len = plain_len;
+	if (lat)
+		return 1; /* one time for the whole batch */
+	wr_init(&plain);
+	if (codec) {
+		if (codec_decompress(codec, body, body_len, &plain, RECORDS_INFLATE_MAX) < 0) {
+			wr_release(&plain);
+			return unknown ? 0 : 1;
+		}
+		body = plain.len ? plain.buf : body; /* an empty result may have no buffer */
+		body_len = plain.len;
 	}
 	rc = records_scan_time(h, body, body_len, ts, offset_out, ts_out);
-	free(plain);
+	wr_release(&plain);
+	if (unknown)
+		return rc;
 	return rc == 0 ? 1 : rc; /* max_timestamp >= ts, so a record qualifies */
 }
 

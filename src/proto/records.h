@@ -4,8 +4,10 @@
  *
  * Batches are stored and served exactly as the producer sent them; the
  * broker only rewrites baseOffset and partitionLeaderEpoch (neither is
- * covered by the CRC) and, for LogAppendTime topics, the timestamp-type
- * attribute bit and maxTimestamp (then the CRC is recomputed).
+ * covered by the CRC), maxTimestamp when it is not the largest record
+ * timestamp (proto/validate.h) and, for LogAppendTime topics, the
+ * timestamp-type attribute bit and maxTimestamp (then the CRC is
+ * recomputed).
  *
  * Batch header, all integers big-endian (61 bytes):
  *
@@ -103,18 +105,6 @@ int records_batch_parse(const uint8_t *p, size_t len, struct batch_hdr *out);
 /* True if the CRC in h matches the bytes of the whole batch at p. */
 bool records_batch_crc_ok(const uint8_t *p, const struct batch_hdr *h);
 
-/*
- * Walks every batch in a Produce request's records blob.  Each must be whole,
- * magic 2, CRC-correct, with recordCount >= 0 and lastOffsetDelta >= 0.
- * Returns 0 with the total record count in *count_out, -EBADMSG (corrupt:
- * CORRUPT_MESSAGE), -EMSGSIZE (a batch larger than max_batch_bytes:
- * MESSAGE_TOO_LARGE), -EPROTO (magic 0/1: UNSUPPORTED_FOR_MESSAGE_FORMAT) or
- * -EINVAL (INVALID_RECORD: a control batch, no records, or an uncompressed
- * batch whose records do not match its header).  An empty blob is valid with
- * a count of 0.
- */
-int records_validate(const uint8_t *p, size_t len, int32_t max_batch_bytes, int *count_out);
-
 /* In-place patches of one batch header at p (not covered by the CRC). */
 void records_set_base_offset(uint8_t *p, int64_t base_offset);
 void records_set_leader_epoch(uint8_t *p, int32_t leader_epoch);
@@ -123,6 +113,8 @@ void records_set_leader_epoch(uint8_t *p, int32_t leader_epoch);
  * maxTimestamp = ts and recomputes its CRC.
  */
 void records_set_log_append_time(uint8_t *p, size_t len, int64_t ts);
+/* Sets maxTimestamp of the batch at p (len bytes, whole) to ts and recomputes its CRC. */
+void records_set_max_timestamp(uint8_t *p, size_t len, int64_t ts);
 
 /* One record for records_build(); a length of -1 means null. */
 struct rec_kv {
@@ -174,9 +166,11 @@ int records_foreach(const uint8_t *p, const struct batch_hdr *h, records_fn *fn,
 
 /*
  * ListOffsets by timestamp inside one whole batch p (header h): the first
- * record whose timestamp >= ts.  Uncompressed batches are read record by
- * record; a compressed batch (the broker does not decompress) answers with
- * its base offset and max timestamp.  Returns 1 found, 0 none, -EBADMSG.
+ * record whose timestamp >= ts.  Records are read one by one, a compressed
+ * batch after decompressing it (proto/codec.h); a LogAppendTime batch, or
+ * one that does not decompress, answers with its base offset and max
+ * timestamp.  A batch with maxTimestamp -1 (stored before Produce set it)
+ * is searched record by record.  Returns 1 found, 0 none, -EBADMSG.
  */
 int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, int64_t *offset_out, int64_t *ts_out);
 

@@ -7,8 +7,22 @@
 
 #include <cmocka.h>
 
+#include "proto/kerr.h"
 #include "proto/records.h"
+#include "proto/validate.h"
 #include "util/crc32c.h"
+
+static int count; /* records of the last validate() */
+
+static int16_t validate(uint8_t *p, size_t len, int32_t max_bytes)
+{
+	struct validate_cfg vc = { max_bytes, false, 0, INT64_MAX, INT64_MAX, false };
+	struct validate_result res;
+	int16_t kerr = validate_records(p, len, &vc, &res);
+
+	count = res.records;
+	return kerr;
+}
 
 static void build3(struct wr *w)
 {
@@ -26,7 +40,6 @@ static void test_build_parse(void **state)
 {
 	struct batch_hdr h;
 	struct wr w;
-	int count;
 
 	(void)state;
 	build3(&w);
@@ -38,7 +51,7 @@ static void test_build_parse(void **state)
 	assert_int_equal(h.max_timestamp, 1700000000000LL);
 	assert_int_equal(h.producer_id, -1);
 	assert_true(records_batch_crc_ok(w.buf, &h));
-	assert_int_equal(records_validate(w.buf, w.len, 1 << 20, &count), 0);
+	assert_int_equal(validate(w.buf, w.len, 1 << 20), KERR_NONE);
 	assert_int_equal(count, 3);
 	/* two batches back to back */
 	{
@@ -46,7 +59,7 @@ static void test_build_parse(void **state)
 
 		build3(&w2);
 		wr_raw(&w2, w.buf, w.len);
-		assert_int_equal(records_validate(w2.buf, w2.len, 1 << 20, &count), 0);
+		assert_int_equal(validate(w2.buf, w2.len, 1 << 20), KERR_NONE);
 		assert_int_equal(count, 6);
 		wr_release(&w2);
 	}
@@ -57,29 +70,28 @@ static void test_invalid(void **state)
 {
 	struct batch_hdr h;
 	struct wr w;
-	int count;
 
 	(void)state;
 	build3(&w);
 	/* partial */
 	assert_int_equal(records_batch_parse(w.buf, w.len - 1, &h), -EAGAIN);
 	assert_int_equal(records_batch_parse(w.buf, 30, &h), -EAGAIN);
-	assert_int_equal(records_validate(w.buf, w.len - 1, 1 << 20, &count), -EBADMSG);
-	assert_int_equal(records_validate(w.buf, 10, 1 << 20, &count), -EBADMSG);
+	assert_int_equal(validate(w.buf, w.len - 1, 1 << 20), KERR_CORRUPT_MESSAGE);
+	assert_int_equal(validate(w.buf, 10, 1 << 20), KERR_CORRUPT_MESSAGE);
 	/* too large */
-	assert_int_equal(records_validate(w.buf, w.len, (int32_t)w.len - 1, &count), -EMSGSIZE);
+	assert_int_equal(validate(w.buf, w.len, (int32_t)w.len - 1), KERR_MESSAGE_TOO_LARGE);
 	/* corrupt payload byte */
 	w.buf[w.len - 3] ^= 0x55;
 	assert_int_equal(records_batch_parse(w.buf, w.len, &h), 0);
 	assert_false(records_batch_crc_ok(w.buf, &h));
-	assert_int_equal(records_validate(w.buf, w.len, 1 << 20, &count), -EBADMSG);
+	assert_int_equal(validate(w.buf, w.len, 1 << 20), KERR_CORRUPT_MESSAGE);
 	w.buf[w.len - 3] ^= 0x55;
 	/* legacy magic */
 	w.buf[RECORDS_MAGIC_OFF] = 1;
-	assert_int_equal(records_validate(w.buf, w.len, 1 << 20, &count), -EPROTO);
+	assert_int_equal(validate(w.buf, w.len, 1 << 20), KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT);
 	assert_int_equal(records_batch_parse(w.buf, w.len, &h), -EBADMSG);
 	w.buf[RECORDS_MAGIC_OFF] = 7;
-	assert_int_equal(records_validate(w.buf, w.len, 1 << 20, &count), -EBADMSG);
+	assert_int_equal(validate(w.buf, w.len, 1 << 20), KERR_CORRUPT_MESSAGE);
 	w.buf[RECORDS_MAGIC_OFF] = 2;
 	/* batchLength below the header */
 	memcpy(w.buf + 8, "\0\0\0\x30", 4);
@@ -115,7 +127,6 @@ static void test_control(void **state)
 	struct wr w;
 	bool commit;
 	int32_t coord_epoch;
-	int count;
 
 	(void)state;
 	for (int c = 0; c < 2; c++) {
@@ -130,7 +141,7 @@ static void test_control(void **state)
 		assert_int_equal(h.record_count, 1);
 		assert_int_equal(h.last_offset_delta, 0);
 		/* producers may not write control batches: Produce rejects them */
-		assert_int_equal(records_validate(w.buf, w.len, 1 << 20, &count), -EINVAL);
+		assert_int_equal(validate(w.buf, w.len, 1 << 20), KERR_INVALID_RECORD);
 		assert_int_equal(records_control_parse(w.buf, &h, &commit, &coord_epoch), 0);
 		assert_int_equal(commit, c == 1);
 		assert_int_equal(coord_epoch, 17);
