@@ -6,10 +6,9 @@ refused (confluent-kafka-python AdminClient and Producer):
   * flush.ms=1000: acks=1 data of that topic is fsynced within a few
     seconds (its recovery point in recovery-point-offset-checkpoint reaches
     the log end), while a topic without flush.ms stays unsynced;
-  * segment.jitter.ms: with segment.ms=1 h and segment.jitter.ms=1 h, two
-    records whose timestamps are 1 h - 1 ms apart land in two segments
-    (the jitter drawn for the first segment is at least 2 ms except with
-    odds of 2 in 3,600,000); without jitter they share one segment;
+  * segment.jitter.ms: with segment.ms=4 s and segment.jitter.ms=4 s, a
+    second append 2 s after the first rolls some of 24 partitions' segments
+    early; without jitter none rolls;
   * preallocate=true (CreateTopics and AlterConfigs) is refused with
     INVALID_CONFIG naming the key; preallocate=false is accepted;
   * Kafka 3.x topic keys with no effect on one node are accepted by
@@ -25,9 +24,6 @@ from gregor import Broker, eq, check, log, main  # noqa: E402
 
 from confluent_kafka import KafkaError, KafkaException, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
-
-HOUR_MS = 3600 * 1000
-
 
 def create(admin, name, config=None, parts=1):
     admin.create_topics([NewTopic(name, parts, 1, config=config or {})], request_timeout=10)[name].result()
@@ -90,20 +86,32 @@ def check_flush_ms(b, admin):
     log("flush.ms: the topic's data was synced by time")
 
 
-def segments(b, topic):
-    return sorted(f for f in os.listdir(b.partition_dir(topic, 0)) if f.endswith(".log"))
+def segments(b, topic, part=0):
+    return sorted(f for f in os.listdir(b.partition_dir(topic, part)) if f.endswith(".log"))
 
 
 def check_jitter(b, admin):
-    create(admin, "jit", {"segment.ms": str(HOUR_MS), "segment.jitter.ms": str(HOUR_MS)})
-    create(admin, "nojit", {"segment.ms": str(HOUR_MS)})
-    t0 = int(time.time() * 1000) - 2 * HOUR_MS
-    for t in ("jit", "nojit"):
-        eq(produce_one(b, t, "1", timestamp=t0), (0, 0), "first record of " + t)
-        eq(produce_one(b, t, "1", timestamp=t0 + HOUR_MS - 1), (0, 1), "second record of " + t)
-    eq(len(segments(b, "nojit")), 1, "segments without jitter")
-    eq(len(segments(b, "jit")), 2, "segments with segment.jitter.ms")
-    log("segment.jitter.ms: the segment rolled before segment.ms")
+    """segment.ms counts broker time from a segment's first append.  With
+    segment.ms=4 s and segment.jitter.ms=4 s each partition's active
+    segment rolls after 4 s minus a jitter drawn from [0, 4 s): appending
+    again 2 s later rolls the partitions whose jitter is above 2 s, about
+    half of 24 (none with odds of 1 in 16 million); without jitter none."""
+    n = 24
+    create(admin, "jit", {"segment.ms": "4000", "segment.jitter.ms": "4000"}, parts=n)
+    create(admin, "nojit", {"segment.ms": "4000"}, parts=n)
+    p = Producer({"bootstrap.servers": b.bootstrap, "acks": "1", "linger.ms": 0})
+    for _ in range(2):
+        t0 = time.monotonic()
+        for t in ("jit", "nojit"):
+            for part in range(n):
+                p.produce(t, value=b"v", partition=part)
+        eq(p.flush(15), 0, "unflushed")
+        check(time.monotonic() - t0 < 1.5, "appends took under 1.5 s")
+        time.sleep(2.0)
+    rolled = {t: sum(1 for part in range(n) if len(segments(b, t, part)) > 1) for t in ("jit", "nojit")}
+    eq(rolled["nojit"], 0, "partitions rolled without jitter")
+    check(rolled["jit"] > 0, "some partition rolled early with segment.jitter.ms: %r" % rolled)
+    log("segment.jitter.ms: %d of %d segments rolled before segment.ms" % (rolled["jit"], n))
 
 
 def expect_invalid_config(fn, what):
