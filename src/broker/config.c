@@ -171,7 +171,8 @@ static const struct conf_def defs[] = {
 	STR("log.message.format.version", log_message_format_version, "3.0-IV1", false,
 	    "Accepted; Gregor writes record batch v2 (message format 2) only."),
 	ENUM("compression.type", compression_type, CONFIG_COMPRESSION_VALUES, "producer", true,
-	     "Default topic `compression.type`; Gregor stores batches as the producer sent them."),
+	     "Default topic `compression.type`: `producer` stores batches as sent; a codec or `uncompressed` "
+	     "re-encodes batches in another codec on append."),
 	/* replication */
 	I32("min.insync.replicas", min_insync_replicas, 1, I32MAX, "1", true,
 	    "Default topic `min.insync.replicas`. A single node is its partitions' whole in-sync replica set, so "

@@ -56,7 +56,9 @@ static const struct conf_def defs[] = {
 	     "`delete` drops old segments by retention; `compact` keeps the last record per key. "
 	     "Default: `log.cleanup.policy`."),
 	ENUM("compression.type", compression_type, CONFIG_COMPRESSION_VALUES, "producer",
-	     "Compression of stored batches; `producer` keeps what the producer sent. Default: `compression.type`."),
+	     "Codec of stored batches: `producer` keeps what the producer sent; `gzip`, `snappy`, `lz4`, `zstd` or "
+	     "`uncompressed` re-encode batches in another codec on append (control batches are kept). "
+	     "Default: `compression.type`."),
 	I64("delete.retention.ms", delete_retention_ms, 0, I64MAX, "86400000",
 	    "How long tombstones stay in a compacted topic. Default: `log.cleaner.delete.retention.ms`."),
 	I64("file.delete.delay.ms", file_delete_delay_ms, 0, I64MAX, "60000",
