@@ -33,8 +33,9 @@ struct topic {
 	int32_t nparts;
 	struct part **parts;
 	struct topic_cfg cfg;
-	bool internal;          /* __consumer_offsets, __transaction_state */
-	int64_t flush_round_ms; /* clock_mono_ms() of the last flush.ms round (produce_flush_policy) */
+	bool internal; /* __consumer_offsets, __transaction_state */
+	/* clock_mono_ms() of the last flush.ms round (produce_flush_policy) */
+	int64_t flush_round_ms;
 };
 
 /* Opens every partition under log.dirs (recovering after a crash). */

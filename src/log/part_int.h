@@ -36,11 +36,12 @@ struct part {
 	bool dir_dirty;         /* a segment was created since the last sync (mu) */
 	int32_t leader_epoch;   /* stamped into appended batches */
 	struct epochs epochs;
-	struct pstate pstate;   /* producer state (pstate.h) */
-	struct txnidx txnidx;   /* aborted transactions (txnidx.h, transactions) */
-	uint8_t *scratch;       /* PART_SCRATCH_BYTES, event-loop thread only */
-	int64_t writeback_pos;  /* active-segment position writeback was started up to */
-	int64_t roll_jitter_ms; /* subtracted from segment.ms for the active segment (segment.jitter.ms) */
+	struct pstate pstate;  /* producer state (pstate.h) */
+	struct txnidx txnidx;  /* aborted transactions (txnidx.h, transactions) */
+	uint8_t *scratch;      /* PART_SCRATCH_BYTES, event-loop thread only */
+	int64_t writeback_pos; /* active-segment position writeback was started up to */
+	/* subtracted from segment.ms for the active segment (segment.jitter.ms) */
+	int64_t roll_jitter_ms;
 };
 
 static inline struct seg *part_active(const struct part *part)
