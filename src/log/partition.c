@@ -64,8 +64,11 @@ static void part_draw_jitter(struct part *part)
 
 void part_set_cfg(struct part *part, const struct part_cfg *cfg)
 {
+	bool redraw = cfg->segment_jitter_ms != part->cfg.segment_jitter_ms || cfg->segment_ms != part->cfg.segment_ms;
+
 	part->cfg = *cfg;
-	part_draw_jitter(part);
+	if (redraw) /* the active segment keeps its jitter unless its bounds change */
+		part_draw_jitter(part);
 	if (part->cfg.segment_bytes > INT32_MAX || part->cfg.segment_bytes < 1)
 		part->cfg.segment_bytes = INT32_MAX;
 	if (part->cfg.segment_index_bytes < TIMEIDX_ENTRY_SIZE * 2)
