@@ -84,7 +84,7 @@ static void test_bounds(void **state)
 	assert_int_equal(recompress_blob(orig.buf, orig.len, CODEC_ZSTD, BIG, 40, &enc), -EMSGSIZE);
 	assert_int_equal(enc.len, 0);
 	assert_int_equal(recompress_blob(orig.buf, orig.len, CODEC_ZSTD, BIG, BIG, &enc), 0);
-	wr_reset(&enc);
+	wr_release(&enc);
 	assert_int_equal(recompress_blob(orig.buf, 30, CODEC_ZSTD, BIG, BIG, &enc), -EBADMSG);
 	wr_release(&enc);
 	wr_release(&orig);
