@@ -2,8 +2,9 @@
  * fuzz_records.c - record batch v2 parsing and validation (proto/records.c,
  * proto/validate.c) as the produce path and the log use it.  Byte 0 of the
  * input: bit 0 set = fix every batch CRC first (to get past the CRC check),
- * bit 1 = keys required; the rest is a records blob as found in a Produce
- * request or a segment file.
+ * bit 1 = keys required, bits 2-4 = the codec valid batches are re-encoded
+ * with (proto/recompress.c); the rest is a records blob as found in a
+ * Produce request or a segment file.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,6 +12,9 @@
 #include <string.h>
 
 #include "fuzz/fuzz.h"
+#include "proto/codec.h"
+#include "proto/kerr.h"
+#include "proto/recompress.h"
 #include "proto/records.h"
 #include "proto/validate.h"
 
@@ -30,7 +34,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 1)
 		fuzz_fix_crcs(p, len);
 	vc.keys_required = data[0] & 2;
-	validate_records(p, len, &vc, &res);
+	if (validate_records(p, len, &vc, &res) == KERR_NONE) {
+		struct wr w; /* compression.type: re-encode as Produce would (bits 2-4 pick the codec) */
+
+		wr_init(&w);
+		if (recompress_needed(p, len, (data[0] >> 2) % (CODEC_MAX + 1)))
+			recompress_blob(p, len, (data[0] >> 2) % (CODEC_MAX + 1), 64 << 20, 1 << 20, &w);
+		wr_release(&w);
+	}
 	while (at < len) {
 		struct batch_hdr h;
 		int64_t off, ts;

@@ -95,7 +95,9 @@ static const struct conf_def defs[] = {
 	    "sockets until replies drain. -1: no global limit (per-connection limits still apply). Kafka's "
 	    "default is -1; Gregor bounds memory by default (256 MiB)."),
 	I32("queued.max.requests", queued_max_requests, 1, I32MAX, "500", false,
-	    "Requests read but not yet answered on one connection before the broker stops reading from it."),
+	    "Requests read but not yet answered on one connection before the broker stops reading from it "
+	    "(Kafka bounds its request queue over all connections; Gregor has no such queue and bounds each "
+	    "connection)."),
 	I64("connections.max.idle.ms", connections_max_idle_ms, -1, I64MAX, "600000", false,
 	    "Close client connections idle this long; -1 never."),
 	/* segments, retention, indexes */
@@ -106,7 +108,8 @@ static const struct conf_def defs[] = {
 	I32("log.roll.hours", log_roll_hours, 1, I32MAX, "168", true,
 	    "Segment roll age in hours, used when `log.roll.ms` is null."),
 	I64("log.roll.jitter.ms", log_roll_jitter_ms, 0, I64MAX, NULL, true,
-	    "Random jitter subtracted from the roll age; when null `log.roll.jitter.hours` is used."),
+	    "Default topic `segment.jitter.ms`: largest random jitter subtracted from the roll age, drawn for each "
+	    "new segment; when null `log.roll.jitter.hours` is used."),
 	I32("log.roll.jitter.hours", log_roll_jitter_hours, 0, I32MAX, "0", true,
 	    "Roll jitter in hours, used when `log.roll.jitter.ms` is null."),
 	I64("log.retention.ms", log_retention_ms, -1, I64MAX, NULL, true,
@@ -125,8 +128,10 @@ static const struct conf_def defs[] = {
 	I32("log.index.size.max.bytes", log_index_size_max_bytes, 4, I32MAX, "10485760", true,
 	    "Largest offset or time index file; a full index rolls the segment."),
 	I64("log.segment.delete.delay.ms", log_segment_delete_delay_ms, 0, I64MAX, "60000", true,
-	    "Delay between unlinking a deleted segment from the log and removing its files."),
-	BOOL("log.preallocate", log_preallocate, "false", true, "Preallocate segment files at roll (fallocate)."),
+	    "Delay between unlinking a deleted segment from the log and removing its files; used by background "
+	    "deletion. Default topic `file.delete.delay.ms`."),
+	ENUM("log.preallocate", log_preallocate, "false", "false", true,
+	     "Not supported: only `false` is accepted (segment files grow as they are written)."),
 	ENUM("log.cleanup.policy", log_cleanup_policy, CONFIG_CLEANUP_VALUES, "delete", true,
 	     "Default topic `cleanup.policy`."),
 	BOOL("log.cleaner.enable", log_cleaner_enable, "true", false, "Run the log cleaner for compacted topics."),
@@ -145,8 +150,8 @@ static const struct conf_def defs[] = {
 	    "everything appended is synced at once, group-committed: acks=all waits for the sync and "
 	    "consumers see only synced data. Setting either key relaxes this (docs/durability.md)."),
 	I64("log.flush.interval.ms", log_flush_interval_ms, -1, I64MAX, "-1", true,
-	    "Force an fsync when unflushed data is this old; -1 not set (the durable policy: every append "
-	    "is synced at once, group-committed)."),
+	    "Default topic `flush.ms`: every this many ms (checked once a second) the partitions with unflushed "
+	    "data are fsynced; -1 not set (the durable policy: every append is synced at once, group-committed)."),
 	I64("log.flush.scheduler.interval.ms", log_flush_scheduler_interval_ms, 0, I64MAX, "9223372036854775807", false,
 	    IGNORED),
 	I32("log.flush.offset.checkpoint.interval.ms", log_flush_offset_checkpoint_interval_ms, 0, I32MAX, "60000",
@@ -172,10 +177,13 @@ static const struct conf_def defs[] = {
 	STR("log.message.format.version", log_message_format_version, "3.0-IV1", false,
 	    "Accepted; Gregor writes record batch v2 (message format 2) only."),
 	ENUM("compression.type", compression_type, CONFIG_COMPRESSION_VALUES, "producer", true,
-	     "Default topic `compression.type`; Gregor stores batches as the producer sent them."),
+	     "Default topic `compression.type`: `producer` stores batches as sent; a codec or `uncompressed` "
+	     "re-encodes batches in another codec on append."),
 	/* replication */
 	I32("min.insync.replicas", min_insync_replicas, 1, I32MAX, "1", true,
-	    "Default topic `min.insync.replicas`; on a single node only 1 can be met."),
+	    "Default topic `min.insync.replicas`. A single node is its partitions' whole in-sync replica set, so "
+	    "above 1 an acks=all produce fails with NOT_ENOUGH_REPLICAS (Kafka's check); acks=0/1 are not affected. "
+	    "Validated and kept for cluster mode."),
 	BOOL("unclean.leader.election.enable", unclean_leader_election_enable, "false", true, NOEFFECT),
 	BOOL("auto.leader.rebalance.enable", auto_leader_rebalance_enable, "true", false, NOEFFECT),
 	I32("num.replica.fetchers", num_replica_fetchers, 1, I32MAX, "1", true, NOEFFECT),

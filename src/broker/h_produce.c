@@ -41,8 +41,11 @@
 #include "broker/syncer.h"
 #include "log/partition.h"
 #include "log/pstate.h"
+#include "proto/codec.h"
 #include "proto/kerr.h"
 #include "proto/records.h"
+#include "proto/recompress.h"
+#include "proto/validate.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -60,6 +63,41 @@ static int16_t produce_kerr(int err)
 	default:
 		return KERR_KAFKA_STORAGE_ERROR;
 	}
+}
+
+/*
+ * compression.type other than producer (Kafka's LogValidator): batches in
+ * another codec are re-encoded in the topic's, into rq's arena, and
+ * *records points at the result.  0 or -errno (-EMSGSIZE when a batch
+ * grows past max.message.bytes).
+ */
+static int produce_recompress(struct req *rq, const struct topic *t, struct krecords *records)
+{
+	static const int codec_of[] = {
+		[CONFIG_COMPRESSION_GZIP] = CODEC_GZIP,         [CONFIG_COMPRESSION_SNAPPY] = CODEC_SNAPPY,
+		[CONFIG_COMPRESSION_LZ4] = CODEC_LZ4,           [CONFIG_COMPRESSION_ZSTD] = CODEC_ZSTD,
+		[CONFIG_COMPRESSION_UNCOMPRESSED] = CODEC_NONE,
+	};
+	int32_t max = t->cfg.max_message_bytes;
+	int codec, rc;
+	struct wr w;
+
+	if (t->cfg.compression_type == CONFIG_COMPRESSION_PRODUCER)
+		return 0;
+	codec = codec_of[t->cfg.compression_type];
+	if (!recompress_needed(records->p, (size_t)records->len, codec))
+		return 0;
+	wr_init(&w);
+	rc = recompress_blob(records->p, (size_t)records->len, codec, VALIDATE_INFLATE_MAX(max), (size_t)max, &w);
+	if (!rc) {
+		uint8_t *copy = req_alloc(rq, w.len, 1);
+
+		memcpy(copy, w.buf, w.len);
+		records->p = copy;
+		records->len = (int32_t)w.len;
+	}
+	wr_release(&w);
+	return rc;
 }
 
 static struct topic *produce_topic(struct broker *b, struct kstr name, int16_t *kerr)
@@ -186,6 +224,7 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 	struct part *part = registry_part(t, in->Index);
 	struct part_append_info info;
 	int64_t now_ms = clock_wall_ms();
+	struct ProduceRequestPartition rin = *in; /* Records re-encoded for compression.type */
 	int err = 0;
 	bool dup;
 
@@ -197,13 +236,23 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 		out->ErrorCode = KERR_CORRUPT_MESSAGE;
 		return 0;
 	}
+	if (acks == -1 && t->cfg.min_insync_replicas > 1) {
+		/* the in-sync replica set of a single node is this broker alone (Kafka checks before appending) */
+		out->ErrorCode = KERR_NOT_ENOUGH_REPLICAS;
+		return 0;
+	}
 	/* the records are a view into rq->frame, which this request owns */
 	if (!produce_check(rq, t, (uint8_t *)in->Records.p, (size_t)in->Records.len, now_ms, out))
 		return 0;
-	if (!produce_idem_check(rq, t, part, in, out, &dup))
+	err = produce_recompress(rq, t, &rin.Records);
+	if (err) {
+		out->ErrorCode = produce_kerr(err);
+		return 0;
+	}
+	if (!produce_idem_check(rq, t, part, &rin, out, &dup))
 		/* a duplicate is acknowledged like its original: once durable */
 		return dup && acks == -1 && park_sync_on_ack(&b->cfg) ? syncer_want(b->syncer, part) : 0;
-	err = part_append(part, (uint8_t *)in->Records.p, (size_t)in->Records.len, now_ms, &info);
+	err = part_append(part, (uint8_t *)rin.Records.p, (size_t)rin.Records.len, now_ms, &info);
 	if (err) {
 		out->ErrorCode = produce_kerr(err);
 		if (out->ErrorCode == KERR_KAFKA_STORAGE_ERROR)
@@ -321,18 +370,19 @@ int h_produce(struct req *rq, const void *in, void *out)
 
 void produce_flush_policy(struct broker *b, int64_t now_ms)
 {
-	static int64_t last_ms = -1;
 	struct topic **topics;
 	int n;
 
-	if (last_ms < 0)
-		last_ms = now_ms; /* like Kafka's flusher, the first pass waits one interval */
-	if (b->cfg.log_flush_interval_ms < 0 || now_ms - last_ms < b->cfg.log_flush_interval_ms)
-		return;
-	last_ms = now_ms;
 	topics = registry_topics(b->reg, &n);
-	for (int i = 0; i < n; i++)
-		for (int32_t p = 0; p < topics[i]->nparts; p++)
-			if (topics[i]->parts[p] && part_unflushed_messages(topics[i]->parts[p]) > 0)
-				syncer_want(b->syncer, topics[i]->parts[p]);
+	for (int i = 0; i < n; i++) {
+		struct topic *t = topics[i];
+
+		/* flush.ms follows log.flush.interval.ms; INT64_MAX: never by time */
+		if (t->cfg.flush_ms == INT64_MAX || now_ms - t->flush_round_ms < t->cfg.flush_ms)
+			continue;
+		t->flush_round_ms = now_ms;
+		for (int32_t p = 0; p < t->nparts; p++)
+			if (t->parts[p] && part_unflushed_messages(t->parts[p]) > 0)
+				syncer_want(b->syncer, t->parts[p]);
+	}
 }

@@ -50,7 +50,7 @@ int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
  * answers those that are done; called at the end of each loop iteration.
  */
 void fetch_wake(struct broker *b);
-/* Requests time-based flushes (log.flush.interval.ms); called periodically. */
+/* Requests time-based flushes (each topic's flush.ms, which follows log.flush.interval.ms); called periodically. */
 void produce_flush_policy(struct broker *b, int64_t now_ms);
 
 /* Transactions (h_txn.c): coordinator start/stop and the transaction APIs. */

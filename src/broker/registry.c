@@ -485,6 +485,7 @@ static void registry_part_cfg(const struct registry *reg, const struct topic_cfg
 	pc->hw_on_sync = park_sync_on_ack(reg->cfg);
 	pc->segment_bytes = tc->segment_bytes;
 	pc->segment_ms = tc->segment_ms;
+	pc->segment_jitter_ms = tc->segment_jitter_ms;
 	pc->retention_ms = tc->retention_ms;
 	pc->retention_bytes = tc->retention_bytes;
 	pc->retention_delete = config_cleanup_deletes(tc->cleanup_policy);

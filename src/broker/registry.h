@@ -42,6 +42,8 @@ struct topic {
 	struct part **parts;
 	struct topic_cfg cfg;
 	bool internal; /* topic_name_internal(name) */
+	/* clock_mono_ms() of the last flush.ms round (produce_flush_policy) */
+	int64_t flush_round_ms;
 };
 
 /* Opens every partition under log.dirs (recovering after a crash). */

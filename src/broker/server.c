@@ -154,6 +154,7 @@ static void server_accept(struct loop_io *io, uint32_t events)
 	struct conn_cfg cc = {
 		.frame_bytes_max = b->cfg.socket_request_max_bytes,
 		.out_bytes_max = 64 << 20,
+		.slots_max = b->cfg.queued_max_requests,
 		.idle_ms_max = b->cfg.connections_max_idle_ms,
 		.on_request = api_on_request,
 		.on_closed = server_on_closed,

@@ -56,15 +56,19 @@ static const struct conf_def defs[] = {
 	     "`delete` drops old segments by retention; `compact` keeps the last record per key and is never "
 	     "deleted by retention; `compact,delete` does both. Default: `log.cleanup.policy`."),
 	ENUM("compression.type", compression_type, CONFIG_COMPRESSION_VALUES, "producer",
-	     "Compression of stored batches; `producer` keeps what the producer sent. Default: `compression.type`."),
+	     "Codec of stored batches: `producer` keeps what the producer sent; `gzip`, `snappy`, `lz4`, `zstd` or "
+	     "`uncompressed` re-encode batches in another codec on append (control batches are kept). "
+	     "Default: `compression.type`."),
 	I64("delete.retention.ms", delete_retention_ms, 0, I64MAX, "86400000",
 	    "How long tombstones stay in a compacted topic. Default: `log.cleaner.delete.retention.ms`."),
 	I64("file.delete.delay.ms", file_delete_delay_ms, 0, I64MAX, "60000",
-	    "Delay before a deleted segment's files are removed. Default: `log.segment.delete.delay.ms`."),
+	    "Delay before a deleted segment's files are removed; used by background deletion. "
+	    "Default: `log.segment.delete.delay.ms`."),
 	I64("flush.messages", flush_messages, 1, I64MAX, LMAX,
 	    "Force an fsync after this many messages. Default: `log.flush.interval.messages`."),
 	I64("flush.ms", flush_ms, 0, I64MAX, LMAX,
-	    "Force an fsync when unflushed data is this old. Default: `log.flush.interval.ms` (unset: never)."),
+	    "Every this many ms (checked once a second), fsync the topic's partitions that have unflushed data. "
+	    "Adds syncs; acks=all waits for its own. Default: `log.flush.interval.ms` (unset: never)."),
 	LIST("follower.replication.throttled.replicas", follower_replication_throttled_replicas, "",
 	     "Accepted, no effect on a single node."),
 	I32("index.interval.bytes", index_interval_bytes, 0, I32MAX, "4096",
@@ -98,9 +102,12 @@ static const struct conf_def defs[] = {
 	I64("min.compaction.lag.ms", min_compaction_lag_ms, 0, I64MAX, "0",
 	    "Shortest time a record stays uncompacted. Default: `log.cleaner.min.compaction.lag.ms`."),
 	I32("min.insync.replicas", min_insync_replicas, 1, I32MAX, "1",
-	    "Replicas that must have an acks=all batch (NOT_ENOUGH_REPLICAS when above 1 on a single node). "
+	    "Replicas that must have an acks=all batch: above 1 an acks=all produce fails with NOT_ENOUGH_REPLICAS "
+	    "on a single node (Kafka's check against the in-sync replica set); acks=0/1 are not affected. "
 	    "Default: `min.insync.replicas`."),
-	BOOL("preallocate", preallocate, "false", "Preallocate segment files. Default: `log.preallocate`."),
+	ENUM("preallocate", preallocate, "false", "false",
+	     "Not supported: only `false` is accepted (segment files grow as they are written; `true` is refused "
+	     "with INVALID_CONFIG). Default: `log.preallocate`."),
 	BOOL("remote.storage.enable", remote_storage_enable, "false", "Accepted, no effect (tiered storage)."),
 	I64("retention.bytes", retention_bytes, -1, I64MAX, "-1",
 	    "Largest partition size before old segments are deleted; -1 no limit. Default: `log.retention.bytes`."),
@@ -112,7 +119,8 @@ static const struct conf_def defs[] = {
 	I32("segment.index.bytes", segment_index_bytes, 4, I32MAX, "10485760",
 	    "Largest index file per segment. Default: `log.index.size.max.bytes`."),
 	I64("segment.jitter.ms", segment_jitter_ms, 0, I64MAX, "0",
-	    "Random jitter subtracted from `segment.ms`. Default: `log.roll.jitter.ms`, `log.roll.jitter.hours`."),
+	    "Largest random jitter subtracted from `segment.ms`, drawn anew for each active segment (below "
+	    "`segment.ms`). Default: `log.roll.jitter.ms`, `log.roll.jitter.hours`."),
 	I64("segment.ms", segment_ms, 1, I64MAX, "604800000",
 	    "Age at which the active segment rolls, in broker time since its first append (producer timestamps do "
 	    "not count). Default: `log.roll.ms`, `log.roll.hours`."),

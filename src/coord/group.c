@@ -31,8 +31,12 @@
  *
  * Join phase: it ends when every known member has sent JoinGroup again (and
  * no member id handed out with MEMBER_ID_REQUIRED is outstanding), or when
- * the largest rebalance timeout of the members passes; then members that
- * did not rejoin are removed.  A group leaving Empty waits first
+ * the largest rebalance timeout of the members passes; then dynamic members
+ * that did not rejoin are removed, while static ones stay in the new
+ * generation (they learn it when they come back, or leave by session
+ * expiry), with the leadership passing to a member that did rejoin; if
+ * none did, the phase waits another rebalance timeout (Kafka's
+ * onCompleteJoin).  A group leaving Empty waits first
  * group.initial.rebalance.delay.ms, extended by that delay while new
  * members keep arriving, up to the rebalance timeout (InitialDelayedJoin).
  *
@@ -607,6 +611,26 @@ static const char *group_select_protocol(const struct group *grp)
 	return best;
 }
 
+/*
+ * Kafka's maybeElectNewJoinedLeader: a leader that has not rejoined (a
+ * static member kept in the group) hands over to one that has.  False
+ * when no member has rejoined.
+ */
+static bool group_elect_joined_leader(struct group *grp)
+{
+	struct group_member *leader = grp->leader ? group_member_find(grp, kstr_c(grp->leader)) : NULL, *m;
+
+	if (leader && leader->join_waiter)
+		return true;
+	for (m = grp->members; m && (m->pending || !m->join_waiter); m = m->next)
+		;
+	if (!m)
+		return false;
+	free(grp->leader);
+	grp->leader = group_kstrdup(kstr_c(m->member_id));
+	return true;
+}
+
 static void group_complete_join(struct group *grp)
 {
 	struct group_member *m, *next;
@@ -615,12 +639,20 @@ static void group_complete_join(struct group *grp)
 	grp->initial_delay = false;
 	for (m = grp->members; m; m = next) {
 		next = m->next;
-		if (!m->pending && !m->join_waiter) {
+		/* static members stay until their session expires (KIP-345) */
+		if (!m->pending && !m->join_waiter && !m->group_instance_id.p) {
 			log_info("group '%.*s': member '%s' did not rejoin in time, removed", grp->name.len,
 				 grp->name.p, m->member_id);
 			group_member_release(m, KERR_UNKNOWN_MEMBER_ID);
 			group_member_free(grp, m);
 		}
+	}
+	if (grp->nmembers > 0 && !group_elect_joined_leader(grp)) {
+		/* only static members that have not rejoined: wait another rebalance timeout */
+		log_info("group '%.*s': no member rejoined, waiting for them or their session timeouts", grp->name.len,
+			 grp->name.p);
+		loop_timer_set(grp->gc->loop, &grp->join_timer, group_now() + group_rebalance_timeout(grp));
+		return;
 	}
 	grp->generation++;
 	free(grp->protocol_name);
@@ -634,18 +666,13 @@ static void group_complete_join(struct group *grp)
 		return;
 	}
 	grp->protocol_name = group_kstrdup(kstr_c(group_select_protocol(grp)));
-	if (!grp->leader || !group_member_find(grp, kstr_c(grp->leader))) {
-		for (m = grp->members; m->pending; m = m->next)
-			;
-		free(grp->leader);
-		grp->leader = group_kstrdup(kstr_c(m->member_id));
-	}
 	group_set_state(grp, GROUP_COMPLETING_REBALANCE);
 	log_info("group '%.*s': generation %d with %d members, protocol '%s', leader '%s'", grp->name.len, grp->name.p,
 		 grp->generation, grp->nmembers, grp->protocol_name, grp->leader);
 	for (m = grp->members; m; m = m->next)
 		if (!m->pending) {
-			group_join_answer(m, KERR_NONE, true);
+			if (m->join_waiter) /* a static member that has not rejoined learns the generation later */
+				group_join_answer(m, KERR_NONE, true);
 			group_touch(m);
 		}
 }

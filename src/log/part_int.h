@@ -43,6 +43,8 @@ struct part {
 	struct txnidx txnidx;  /* aborted transactions (txnidx.h, transactions) */
 	uint8_t *scratch;      /* PART_SCRATCH_BYTES, event-loop thread only */
 	int64_t writeback_pos; /* active-segment position writeback was started up to */
+	/* subtracted from segment.ms for the active segment (segment.jitter.ms) */
+	int64_t roll_jitter_ms;
 };
 
 static inline struct seg *part_active(const struct part *part)

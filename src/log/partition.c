@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@ void part_cfg_default(struct part_cfg *cfg)
 {
 	cfg->segment_bytes = 1LL << 30;
 	cfg->segment_ms = 7LL * 24 * 3600 * 1000;
+	cfg->segment_jitter_ms = 0;
 	cfg->retention_ms = 7LL * 24 * 3600 * 1000;
 	cfg->retention_bytes = -1;
 	cfg->retention_delete = true;
@@ -46,9 +48,33 @@ void part_cfg_default(struct part_cfg *cfg)
 	cfg->hw_on_sync = true;
 }
 
+/*
+ * Kafka's rollJitterMs: each new active segment rolls a random
+ * [0, min(segment.jitter.ms, segment.ms)) earlier than segment.ms, so
+ * partitions created together do not all roll at once.
+ */
+static void part_draw_jitter(struct part *part)
+{
+	int64_t bound =
+		part->cfg.segment_jitter_ms < part->cfg.segment_ms ? part->cfg.segment_jitter_ms : part->cfg.segment_ms;
+	uint64_t r;
+
+	if (bound <= 0) {
+		part->roll_jitter_ms = 0;
+		return;
+	}
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = ((uint64_t)random() << 31) ^ (uint64_t)random();
+	part->roll_jitter_ms = (int64_t)(r % (uint64_t)bound);
+}
+
 void part_set_cfg(struct part *part, const struct part_cfg *cfg)
 {
+	bool redraw = cfg->segment_jitter_ms != part->cfg.segment_jitter_ms || cfg->segment_ms != part->cfg.segment_ms;
+
 	part->cfg = *cfg;
+	if (redraw) /* the active segment keeps its jitter unless its bounds change */
+		part_draw_jitter(part);
 	if (part->cfg.segment_bytes > INT32_MAX || part->cfg.segment_bytes < 1)
 		part->cfg.segment_bytes = INT32_MAX;
 	if (part->cfg.segment_index_bytes < TIMEIDX_ENTRY_SIZE * 2)
@@ -544,6 +570,7 @@ static int part_roll(struct part *part)
 		part->idx_from = part->segs[part->nsegs - 2]->base_offset; /* sealed: its indexes are final */
 	pthread_mutex_unlock(&part->mu);
 	part_write_pstate(part, "roll");
+	part_draw_jitter(part);
 	log_debug(LOGC_LOG, "log", "'%s': rolled new segment at offset %" PRId64, part->dir, part->leo);
 	return 0;
 }
@@ -567,8 +594,8 @@ static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t 
 	if (seg->size == 0)
 		return 0;
 	roll = seg->size + (int64_t)len > cfg->segment_bytes ||
-	       (seg->roll_ts >= 0 && now_ms - seg->roll_ts > cfg->segment_ms) || offidx_full(&seg->oi) ||
-	       timeidx_full(&seg->ti) || part->leo + span - 1 - seg->base_offset > INT32_MAX;
+	       (seg->roll_ts >= 0 && now_ms - seg->roll_ts > cfg->segment_ms - part->roll_jitter_ms) ||
+	       offidx_full(&seg->oi) || timeidx_full(&seg->ti) || part->leo + span - 1 - seg->base_offset > INT32_MAX;
 	if (!roll)
 		return 0;
 	*rolled = true;

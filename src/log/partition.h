@@ -35,6 +35,7 @@
 struct part_cfg {
 	int64_t segment_bytes;             /* segment.bytes, default 1 GiB */
 	int64_t segment_ms;                /* segment.ms, default 7 days */
+	int64_t segment_jitter_ms;         /* segment.jitter.ms, default 0 */
 	int64_t retention_ms;              /* retention.ms, -1 = unlimited */
 	int64_t retention_bytes;           /* retention.bytes, -1 = unlimited */
 	bool retention_delete;             /* cleanup.policy has delete: retention applies (else compact only) */

@@ -329,7 +329,7 @@ static void conn_slot_pop(struct conn *c)
 /* Paused by this connection's own queue: its replies will unpause it. */
 static bool conn_paused_self(const struct conn *c)
 {
-	return c->nslots >= CONN_SLOTS_MAX || c->out_bytes > c->cfg.out_bytes_max;
+	return c->nslots >= c->cfg.slots_max || c->out_bytes > c->cfg.out_bytes_max;
 }
 
 /*

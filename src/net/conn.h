@@ -8,9 +8,9 @@
  * replies behind it, as Kafka does).  A slot may also be finished with no
  * reply at all (acks=0 produce).
  *
- * Back-pressure: past CONN_SLOTS_MAX unanswered requests, or past
- * out_bytes_max bytes of responses not yet written, the connection stops
- * reading from its socket until the queue drains.
+ * Back-pressure: past slots_max unanswered requests (queued.max.requests),
+ * or past out_bytes_max bytes of responses not yet written, the connection
+ * stops reading from its socket until the queue drains.
  *
  * Lifetime: a conn is reference counted.  Parked requests hold a
  * reference, so a conn closed under them stays valid (but closed) until
@@ -24,8 +24,6 @@
 
 #include "net/loop.h"
 #include "util/buf.h"
-
-#define CONN_SLOTS_MAX 128
 
 struct conn;
 struct conn_slot;
@@ -41,6 +39,7 @@ typedef void conn_closed_fn(struct conn *c);
 struct conn_cfg {
 	int32_t frame_bytes_max; /* socket.request.max.bytes */
 	int64_t out_bytes_max;   /* responses queued before reading pauses */
+	int32_t slots_max;       /* queued.max.requests: requests read, not yet answered (>= 1) */
 	int64_t idle_ms_max;     /* connections.max.idle.ms: conn_close_idle(); <= 0 never */
 	conn_request_fn *on_request;
 	conn_closed_fn *on_closed; /* may be NULL */

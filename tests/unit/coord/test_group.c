@@ -2,7 +2,8 @@
  * test_group.c - the group coordinator state machine: join phases and
  * generations, leader election, SyncGroup, Heartbeat answers per state,
  * LeaveGroup, static member replacement, MEMBER_ID_REQUIRED, commit
- * checks, DeleteGroups rules, and reloading groups and offsets from the
+ * checks, DeleteGroups rules, static members kept through a join timeout,
+ * and reloading groups and offsets from the
  * __consumer_offsets partition they were written to.
  */
 #include <setjmp.h>
@@ -18,6 +19,7 @@
 #include "coord/group.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
+#include "util/clock.h"
 
 /* What the last callback for each waiter said. */
 struct answer {
@@ -115,6 +117,8 @@ static int fx_teardown(void **state)
 	return 0;
 }
 
+static int32_t rebalance_ms = 10000; /* rebalance timeout of the next joins */
+
 static void join(struct fx *fx, const char *group, const char *member, const char *instance, struct answer *a, bool v4)
 {
 	struct group_protocol_arg proto = { KSTR("range"), { (const uint8_t *)"sub", 3 } };
@@ -126,7 +130,7 @@ static void join(struct fx *fx, const char *group, const char *member, const cha
 		.client_id = KSTR("cid"),
 		.client_host = KSTR("/127.0.0.1"),
 		.session_timeout_ms = 10000,
-		.rebalance_timeout_ms = 10000,
+		.rebalance_timeout_ms = rebalance_ms,
 		.protocols = &proto,
 		.nprotocols = 1,
 		.require_known_member_id = v4,
@@ -255,6 +259,64 @@ static void test_static_member(void **state)
 	(void)old_hb;
 }
 
+static struct loop *stop_loop;
+
+static void on_stop_timer(struct loop_timer *t)
+{
+	(void)t;
+	loop_stop(stop_loop);
+}
+
+/* Runs fx's loop (its timers) for ms. */
+static void run_loop(struct fx *fx, int64_t ms)
+{
+	struct loop_timer stop;
+
+	stop_loop = fx->loop;
+	loop_timer_init(&stop, on_stop_timer);
+	loop_timer_set(fx->loop, &stop, clock_mono_ms() + ms);
+	assert_int_equal(loop_run(fx->loop), 0);
+}
+
+/*
+ * Kafka's onCompleteJoin: a static member that has not rejoined when the
+ * join phase times out stays in the new generation (the leadership moves
+ * to a member that rejoined) and, coming back with an empty member id to
+ * the Stable group, gets its assignment without another rebalance.
+ */
+static void test_static_kept_after_join_timeout(void **state)
+{
+	struct fx *fx = *state;
+	struct answer a, b, s, sb;
+	char ida[256], idb[256];
+
+	rebalance_ms = 50;
+	join(fx, "g", "", "inst-a", &a, true);
+	strcpy(ida, a.member_id);
+	do_sync(fx, ida, 1, ida, &s);
+	join(fx, "g", "", "inst-b", &b, true); /* a stalls: it does not rejoin */
+	assert_false(b.done);
+	run_loop(fx, 200);
+	assert_true(b.done);
+	assert_int_equal(b.error, KERR_NONE);
+	assert_int_equal(b.generation, 2);
+	strcpy(idb, b.member_id);
+	assert_string_equal(b.leader, idb); /* the leader rejoined */
+	assert_int_equal(b.nmembers, 2);    /* a is still a member */
+	assert_int_equal(group_member_count(group_find(fx->gc, KSTR("g"))), 2);
+	do_sync(fx, idb, 2, ida, &sb);
+	assert_true(sb.done);
+	assert_int_equal(state_of(fx, "g"), GROUP_STABLE);
+	join(fx, "g", "", "inst-a", &a, true); /* a is back, its member id reset */
+	assert_true(a.done);
+	assert_int_equal(a.error, KERR_NONE);
+	assert_int_equal(a.generation, 2); /* no rebalance */
+	assert_int_equal(state_of(fx, "g"), GROUP_STABLE);
+	do_sync(fx, a.member_id, 2, NULL, &s);
+	assert_string_equal(s.assignment, "A1"); /* what the leader gave a's old member id */
+	rebalance_ms = 10000;
+}
+
 static void test_offsets_and_reload(void **state)
 {
 	struct fx *fx = *state;
@@ -322,6 +384,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_join_sync_rebalance, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_join_errors, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_static_member, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_static_kept_after_join_timeout, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_offsets_and_reload, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_txn_offsets, fx_setup, fx_teardown),
 	};
