@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/downconvert.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
 #include "log/partition.h"
@@ -29,10 +30,11 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-/* File slices referenced by a fetch response, released with the request. */
+/* File slices and converted message sets of a fetch response, released with the request. */
 struct fetch_hold {
 	struct fslice *slices;
 	int n, cap;
+	struct wr conv; /* Fetch v0-v3: the message sets, one after another */
 };
 
 static void fetch_release(struct req *rq)
@@ -44,6 +46,7 @@ static void fetch_release(struct req *rq)
 	for (int i = 0; i < h->n; i++)
 		fdref_put(h->slices[i].ref);
 	h->n = 0;
+	wr_release(&h->conv);
 }
 
 static void fetch_hold_add(struct req *rq, const struct fslice *s)
@@ -85,6 +88,52 @@ static void fetch_aborted(struct req *rq, struct part *part, int64_t from, int64
 	out->AbortedTransactions.n = n;
 }
 
+/*
+ * Fetch below v4 carries message sets (converted into the hold; the
+ * partition's Records point into it once the response is complete: see
+ * fetch_fix_conv), below v10 no zstd.  Returns true if it answered the
+ * partition (and put the reference on s), false if s is served as it is.
+ */
+static bool fetch_old_format(struct req *rq, struct topic *t, const struct FetchRequestPartition *in, struct fslice *s,
+			     int64_t max, bool min_one, struct FetchResponsePartition *out)
+{
+	struct fetch_hold *hold = rq->hold;
+	int magic = downconvert_magic(rq->hdr.api_version);
+	size_t start = hold->conv.len;
+	int err = 0;
+
+	if (t->cfg.compression_type == CONFIG_COMPRESSION_ZSTD || (magic == 2 && downconvert_has_zstd(s)))
+		err = -ENOTSUP;
+	else if (magic == 2)
+		return false;
+	else
+		err = downconvert_slice(s, magic, in->FetchOffset, max, min_one, &hold->conv);
+	fdref_put(s->ref);
+	if (err) {
+		out->ErrorCode = err == -ENOTSUP ? KERR_UNSUPPORTED_COMPRESSION_TYPE : KERR_KAFKA_STORAGE_ERROR;
+		return true;
+	}
+	out->Records.p = (const uint8_t *)(uintptr_t)start; /* an offset into hold->conv until fetch_fix_conv */
+	out->Records.len = (int32_t)(hold->conv.len - start);
+	return true;
+}
+
+/* Turns the offsets fetch_old_format stored into pointers, now that hold->conv no longer moves. */
+static void fetch_fix_conv(struct req *rq, struct FetchResponse *resp)
+{
+	struct fetch_hold *hold = rq->hold;
+
+	if (rq->hdr.api_version >= 4)
+		return;
+	for (int32_t i = 0; i < resp->Responses.n; i++)
+		for (int32_t j = 0; j < resp->Responses.v[i].Partitions.n; j++) {
+			struct krecords *rec = &resp->Responses.v[i].Partitions.v[j].Records;
+
+			if (rec->len > 0 && !rec->file.ref)
+				rec->p = hold->conv.buf + (uintptr_t)rec->p;
+		}
+}
+
 /* Fills one partition; returns the record bytes it will carry. */
 static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, struct topic *t,
 			       const struct FetchRequestPartition *in, struct FetchResponsePartition *out, int64_t used)
@@ -118,6 +167,8 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 		fdref_put(s.ref);
 		return 0;
 	}
+	if (rq->hdr.api_version < 10 && fetch_old_format(rq, t, in, &s, max, used == 0, out))
+		return out->Records.len > 0 ? out->Records.len : 0;
 	fetch_hold_add(rq, &s);
 	if (f->IsolationLevel == 1)
 		fetch_aborted(rq, part, in->FetchOffset, out->LastStableOffset, out);
@@ -148,6 +199,7 @@ static int64_t fetch_fill(struct req *rq, const struct FetchRequest *f, struct F
 		for (int32_t j = 0; j < ot->Partitions.n; j++)
 			bytes += fetch_partition(rq, f, t, &it->Partitions.v[j], &ot->Partitions.v[j], bytes);
 	}
+	fetch_fix_conv(rq, resp);
 	return bytes;
 }
 
