@@ -35,10 +35,17 @@ EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/bin/%)
 ITEST_C_SRC := $(wildcard tests/integration/*.c)
 ITEST_C  := $(ITEST_C_SRC:tests/integration/%.c=$(BUILD)/bin/itest/%)
 
+# Go client test programs (sarama, kafka-go from Debian): GOPATH mode, build
+# and module caches under $(BUILD) so a fresh checkout or root in CI needs no $HOME
+GO_TEST_SRC := $(wildcard tests/go/*/main.go)
+GO_TESTS := $(GO_TEST_SRC:tests/go/%/main.go=$(BUILD)/bin/go/%)
+GO_ENV   = GO111MODULE=off GOFLAGS= GOPATH=$(abspath $(BUILD))/gopath:/usr/share/gocode \
+	   GOCACHE=$(abspath $(BUILD))/gocache CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations"
+
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/bin/unit/%,$(UNIT_SRC))
 
-.PHONY: all deps run test unit integration clean style install bench fuzz fuzz-smoke sanitize-smoke
+.PHONY: all deps run test unit integration clean style install bench fuzz fuzz-smoke sanitize-smoke go-tests
 .SECONDARY:
 all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS)
 
@@ -76,6 +83,12 @@ $(BUILD)/bin/%: examples/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
 $(BUILD)/bin/itest/%: tests/integration/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -lpthread -lm
+
+$(BUILD)/bin/go/%: tests/go/%/main.go
+	@mkdir -p $(dir $@) $(BUILD)/gopath
+	$(GO_ENV) go build -o $@ $<
+
+go-tests: $(GO_TESTS)
 
 run: deps $(BROKER)
 	@mkdir -p data
