@@ -52,8 +52,12 @@ int downconvert_slice(const struct fslice *s, int magic, int64_t min_offset, int
 		size_t before = out->len;
 
 		rc = records_batch_parse(buf + off, (size_t)s->len - off, &h);
+		if (rc == -EAGAIN && off > 0) {
+			rc = 0; /* a batch cut by max_bytes ends the set (the first one is whole) */
+			break;
+		}
 		if (rc)
-			break; /* whole batches only: part_read cut none */
+			break;
 		rc = msgset_from_batch(buf + off, &h, magic, min_offset, out);
 		if (rc < 0)
 			break;

@@ -177,6 +177,11 @@ def check_produce_fetch(b, c):
         # from the middle of a stored batch: the records before are dropped
         err, _, data = fetch(c, version, t, 0, 4)
         eq([m[0] for m in messages(data, magic)], list(range(4, 12)), "Fetch v%d from offset 4" % version)
+    # a small max_bytes cuts the slice inside the second batch: whole messages of the first come back,
+    # and at least the first batch however small the limit
+    for max_bytes in (200, 10):
+        err, _, data = fetch(c, 1, t, 0, 0, max_bytes=max_bytes)
+        eq((err, [m[0] for m in messages(data, 0)]), (0, [0, 1, 2]), "Fetch v1 with max_bytes %d" % max_bytes)
     # Fetch v4+ serves the stored v2 batches unchanged (magic 2 at byte 16)
     err, hw, data = fetch(c, 4, t, 0, 0)
     eq((err, hw, data[16]), (0, 12, 2), "Fetch v4 serves batches v2")
