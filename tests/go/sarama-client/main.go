@@ -14,9 +14,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"sort"
 	"strings"
@@ -39,7 +41,28 @@ var (
 	wantErr   = flag.String("want-produce-error", "", "expect every produce to fail with this error text")
 )
 
+// saramaLog keeps sarama's own log lines; they are printed when the test fails.
+type lockedBuffer struct {
+	sync.Mutex
+	b bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.Lock()
+	defer l.Unlock()
+	return l.b.Write(p)
+}
+
+var saramaLog lockedBuffer
+
 func fail(format string, args ...interface{}) {
+	saramaLog.Lock()
+	lines := strings.Split(strings.TrimSpace(saramaLog.b.String()), "\n")
+	saramaLog.Unlock()
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	fmt.Fprintf(os.Stderr, "--- last lines of sarama's log ---\n%s\n---\n", strings.Join(lines, "\n"))
 	fmt.Fprintf(os.Stderr, "sarama-client (version %s, codec %s): FAIL: %s\n", *version, *codecName,
 		fmt.Sprintf(format, args...))
 	os.Exit(1)
@@ -130,6 +153,10 @@ func produceSync(c *sarama.Config, s *sent) {
 }
 
 func produceAsync(c *sarama.Config, prefix string, s *sent) {
+	// sarama 1.22 may hand a batch to a broker connection it has not opened
+	// yet ("broker not connected", nothing sent); its retries keep the order.
+	c.Producer.Retry.Max = 3
+	c.Producer.Retry.Backoff = 50 * time.Millisecond
 	c.Producer.Flush.Messages = 20
 	c.Producer.Flush.Frequency = 5 * time.Millisecond
 	p, err := sarama.NewAsyncProducer([]string{*bootstrap}, c)
@@ -344,6 +371,7 @@ func adminDelete(c *sarama.Config, a sarama.ClusterAdmin) {
 
 func main() {
 	flag.Parse()
+	sarama.Logger = log.New(&saramaLog, "sarama: ", log.Lmicroseconds)
 	if *bootstrap == "" || *topic == "" {
 		fail("usage: sarama-client -bootstrap host:port -topic t [-version v] [-codec c] [-group] [-admin]")
 	}
