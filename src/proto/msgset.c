@@ -154,7 +154,7 @@ static int conv_add(struct conv *cv, const struct msg *m, int64_t ts)
 /* Decompresses a wrapper's value onto cv->plain. */
 static int conv_inflate(struct conv *cv, const struct msg *m, int codec)
 {
-	size_t left = cv->max_bytes > cv->plain.len ? cv->max_bytes - cv->plain.len : 0;
+	size_t left = cv->max_bytes > cv->plain.len ? cv->max_bytes - cv->plain.len : 0, before = cv->plain.len;
 	uint8_t *fixed = NULL;
 	const uint8_t *in = m->value.p;
 	int rc;
@@ -171,6 +171,8 @@ static int conv_inflate(struct conv *cv, const struct msg *m, int codec)
 	}
 	rc = codec_decompress(codec, in, (size_t)m->value.len, &cv->plain, left);
 	free(fixed);
+	if (!rc && cv->plain.len == before)
+		rc = -EBADMSG; /* a wrapper holds at least one message */
 	return rc == -EFBIG ? -EMSGSIZE : rc == -EINVAL ? -EBADMSG : rc;
 }
 
@@ -376,6 +378,8 @@ int msgset_from_batch(const uint8_t *p, const struct batch_hdr *h, int magic, in
 	wr_init(&inner);
 	if (codec) {
 		rc = codec_decompress(codec, body, body_len, &plain, MSGSET_INFLATE_MAX);
+		if (!rc && !plain.len)
+			rc = -EBADMSG; /* a data batch holds records */
 		body = plain.buf;
 		body_len = plain.len;
 	}

@@ -195,6 +195,17 @@ static void test_errors(void **state)
 		wr_release(&z);
 		wr_release(&outer);
 	}
+	{ /* a wrapper around nothing */
+		struct wr z, empty;
+
+		wr_init(&z);
+		wr_init(&empty);
+		assert_int_equal(codec_compress(CODEC_SNAPPY, CODEC_LEVEL_DEFAULT, (const uint8_t *)"", 0, &z), 0);
+		msg(&empty, 1, 0, CODEC_SNAPPY, 0, NULL, z.buf, (int32_t)z.len, true);
+		assert_int_equal(msgset_to_batch(empty.buf, empty.len, 1 << 20, &out), -EBADMSG);
+		wr_release(&z);
+		wr_release(&empty);
+	}
 	assert_int_equal(out.len, 0);
 	wr_release(&set);
 	wr_release(&out);
