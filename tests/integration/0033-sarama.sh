@@ -2,8 +2,12 @@
 # Go sarama 1.22 (Debian) against the broker, at the protocol versions its
 # Version setting selects (tests/go/sarama-client/main.go does the checks):
 #   default (0.8.2.0)  Produce v0 (message format 0), Fetch v0, ListOffsets v0,
-#                      Metadata v0: sync + async producers, partition consumer,
-#                      GetOffset oldest/newest; none, gzip, snappy
+#                      Metadata v0, OffsetCommit v1 / OffsetFetch v1 /
+#                      FindCoordinator v0: sync + async producers, partition
+#                      consumer, GetOffset oldest/newest, OffsetManager
+#                      commit + fetch; none, gzip, snappy
+# (sarama refuses its consumer group below 0.10.2.0 and ClusterAdmin's
+# CreateTopics below 0.10.1.0 itself, without asking the broker)
 #   0.10.0.0           Produce v2 (format 1), Fetch v2; none, gzip, snappy, lz4
 #   0.10.2.0           the lowest Version sarama allows for its consumer group
 #                      and ClusterAdmin: + consumer group (JoinGroup v1,

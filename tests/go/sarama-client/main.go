@@ -3,7 +3,7 @@
 // One run exercises one sarama Version and one codec against the broker
 // given by -bootstrap: sync, async and (from 0.11) idempotent producers,
 // a partition consumer from the oldest offset, GetOffset oldest/newest,
-// and, where the Version allows, a consumer group and ClusterAdmin
+// offsets committed and fetched back with the OffsetManager, and, where the Version allows, a consumer group and ClusterAdmin
 // create/describe/delete.  Every message must arrive exactly once and in
 // production order per partition.  The version decides the wire protocol:
 // sarama's default 0.8.2.0 speaks Produce v0 (message format 0), Fetch v0,
@@ -35,7 +35,7 @@ var (
 	version   = flag.String("version", "default", "sarama Version: default, max or a.b.c.d")
 	codecName = flag.String("codec", "none", "none, gzip, snappy, lz4 or zstd")
 	topic     = flag.String("topic", "", "topic (auto-created with 3 partitions unless -admin)")
-	count     = flag.Int("count", 300, "messages per producer")
+	count     = flag.Int("count", 200, "messages per producer")
 	group     = flag.Bool("group", false, "also consume with a consumer group")
 	admin     = flag.Bool("admin", false, "create the topic with ClusterAdmin, describe it, delete it at the end")
 	wantErr   = flag.String("want-produce-error", "", "expect every produce to fail with this error text")
@@ -242,6 +242,39 @@ func consumePartitions(client sarama.Client, s *sent) {
 	logf("partition consumer read every message once, in order")
 }
 
+// commitOffsets stores an offset per partition through sarama's OffsetManager
+// (OffsetCommit v1 at every Version unless Retention is set, FindCoordinator
+// v0, OffsetFetch v1) outside any group generation, and reads them back.
+func commitOffsets(client sarama.Client, s *sent) {
+	id := "om-" + *topic
+	for round := 0; round < 2; round++ {
+		om, err := sarama.NewOffsetManagerFromClient(id, client)
+		if err != nil {
+			fail("NewOffsetManager: %v", err)
+		}
+		for p := int32(0); p < partitions; p++ {
+			pom, err := om.ManagePartition(*topic, p)
+			if err != nil {
+				fail("ManagePartition(%d): %v", p, err)
+			}
+			want := s.base[p] + int64(len(s.byPart[p])) - int64(p)
+			if round == 0 {
+				pom.MarkOffset(want, fmt.Sprintf("meta-%d", p))
+			} else if off, meta := pom.NextOffset(); off != want || meta != fmt.Sprintf("meta-%d", p) {
+				fail("partition %d: committed offset %d %q, want %d %q", p, off, meta, want,
+					fmt.Sprintf("meta-%d", p))
+			}
+			if err := pom.Close(); err != nil {
+				fail("partition offset manager %d: %v", p, err)
+			}
+		}
+		if err := om.Close(); err != nil {
+			fail("offset manager close: %v", err)
+		}
+	}
+	logf("OffsetManager committed and fetched back %d offsets", partitions)
+}
+
 // groupHandler records what a consumer group session delivers.
 type groupHandler struct {
 	mu   sync.Mutex
@@ -399,6 +432,7 @@ func main() {
 	}
 	checkOffsets(client, s)
 	consumePartitions(client, s)
+	commitOffsets(client, s)
 	client.Close()
 	if *group {
 		id := "g-" + *topic
