@@ -14,6 +14,9 @@
  * Kafka's [FetchOffset, end of the returned data), which clients accept:
  * they act on an entry only when they reach its first offset.  The
  * record bytes are still served zero-copy.
+ *
+ * Fetch v0-v3 get the legacy message formats, converted in memory
+ * (broker/downconvert.h); Fetch below v10 gets no zstd data.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -113,8 +116,9 @@ static bool fetch_old_format(struct req *rq, struct topic *t, const struct Fetch
 		out->ErrorCode = err == -ENOTSUP ? KERR_UNSUPPORTED_COMPRESSION_TYPE : KERR_KAFKA_STORAGE_ERROR;
 		return true;
 	}
-	out->Records.p = (const uint8_t *)(uintptr_t)start; /* an offset into hold->conv until fetch_fix_conv */
 	out->Records.len = (int32_t)(hold->conv.len - start);
+	if (out->Records.len > 0) /* an offset into hold->conv until fetch_fix_conv */
+		out->Records.p = (const uint8_t *)(uintptr_t)start;
 	return true;
 }
 

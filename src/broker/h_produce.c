@@ -15,6 +15,9 @@
  * (after the same fsync as any acks=all answer), never appended twice.
  * Requests run one at a time on the event-loop thread, so the check and
  * the append of one batch are never interleaved with another's.
+ *
+ * Produce v0-v2 may carry the legacy message formats 0/1: produce_convert
+ * turns them into one v2 batch first (proto/msgset.h), as Kafka 3.x does.
  */
 #include <errno.h>
 #include <stdint.h>
