@@ -118,7 +118,7 @@ class Gregor:
     """The real broker on a free port with a temp data dir."""
     name = "gregor"
 
-    def __init__(self, partitions=1, props=None):
+    def __init__(self, partitions=1, props=None, env=None):
         self.tmp = tempfile.mkdtemp(prefix="gregor-bench-")
         self.port = free_port()
         self.bootstrap = "127.0.0.1:%d" % self.port
@@ -131,7 +131,8 @@ class Gregor:
                 f.write("%s=%s\n" % (k, v))
         self.logf = open(os.path.join(self.tmp, "broker.log"), "w")
         self.proc = subprocess.Popen([GREGOR, os.path.join(self.tmp, "server.properties")],
-                                     stdout=self.logf, stderr=subprocess.STDOUT, cwd=self.tmp)
+                                     stdout=self.logf, stderr=subprocess.STDOUT, cwd=self.tmp,
+                                     env=dict(os.environ, **env) if env else None)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -35,12 +35,15 @@ const struct api_entry api_table[API_COUNT] = {
 	[API_IncrementalAlterConfigs] = { h_incremental_alter_configs, 0, 1 },
 	[API_InitProducerId] = { h_init_producer_id, 0, 4 },
 	/* transactions (h_txn.c) */
-	[API_AddPartitionsToTxn] = { h_add_partitions_to_txn, 0, 3 },
+	[API_AddPartitionsToTxn] = { h_add_partitions_to_txn, 0, 4 },
 	[API_AddOffsetsToTxn] = { h_add_offsets_to_txn, 0, 3 },
 	[API_EndTxn] = { h_end_txn, 0, 3 },
 	[API_TxnOffsetCommit] = { h_txn_offset_commit, 0, 3 },
 	[API_DescribeTransactions] = { h_describe_transactions, 0, 0 },
-	[API_ListTransactions] = { h_list_transactions, 0, 0 },
+	[API_ListTransactions] = { h_list_transactions, 0, 1 },
+	/* transactions, partition side (h_txnadmin.c) */
+	[API_DescribeProducers] = { h_describe_producers, 0, 0 },
+	[API_WriteTxnMarkers] = { h_write_txn_markers, 0, 1 },
 	[API_FindCoordinator] = { h_find_coordinator, 0, 4 },
 	[API_JoinGroup] = { h_join_group, 0, 9 },
 	[API_SyncGroup] = { h_sync_group, 0, 5 },

@@ -138,14 +138,18 @@ static const struct conf_def defs[] = {
 	    "Default topic `min.cleanable.dirty.ratio` (a number between 0 and 1)."),
 	/* flush */
 	I64("log.flush.interval.messages", log_flush_interval_messages, 1, I64MAX, "9223372036854775807", true,
-	    "Force an fsync after this many messages. With the default nothing but acks=all forces a sync: "
-	    "acks=all waits for the data to be on stable storage (group-committed)."),
+	    "Force an fsync after this many messages. With the default (and log.flush.interval.ms unset) "
+	    "everything appended is synced at once, group-committed: acks=all waits for the sync and "
+	    "consumers see only synced data. Setting either key relaxes this (docs/durability.md)."),
 	I64("log.flush.interval.ms", log_flush_interval_ms, -1, I64MAX, "-1", true,
-	    "Force an fsync when unflushed data is this old; -1 not set (only acks=all forces a sync)."),
+	    "Force an fsync when unflushed data is this old; -1 not set (the durable policy: every append "
+	    "is synced at once, group-committed)."),
 	I64("log.flush.scheduler.interval.ms", log_flush_scheduler_interval_ms, 0, I64MAX, "9223372036854775807", false,
 	    IGNORED),
 	I32("log.flush.offset.checkpoint.interval.ms", log_flush_offset_checkpoint_interval_ms, 0, I32MAX, "60000",
-	    false, "How often the recovery-point checkpoint is written."),
+	    false,
+	    "How often the recovery-point checkpoint is written (checked every second; first write after "
+	    "one interval)."),
 	I32("log.flush.start.offset.checkpoint.interval.ms", log_flush_start_offset_checkpoint_interval_ms, 0, I32MAX,
 	    "60000", false, "How often the log-start-offset checkpoint is written."),
 	/* messages */
@@ -198,9 +202,12 @@ static const struct conf_def defs[] = {
 	I32("transaction.max.timeout.ms", transaction_max_timeout_ms, 1, I32MAX, "900000", false,
 	    "Largest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)."),
 	I32("transactional.id.expiration.ms", transactional_id_expiration_ms, 1, I32MAX, "604800000", false,
-	    "A transactional id with no transaction for this long is forgotten."),
+	    "A transactional id with no open transaction whose state has not changed for this long is removed: "
+	    "a tombstone is written to `__transaction_state` and the id starts afresh at its next InitProducerId."),
 	I32("producer.id.expiration.ms", producer_id_expiration_ms, 1, I32MAX, "86400000", true,
-	    "Idempotent producer state of a producer id silent for this long is dropped."),
+	    "Per partition, the idempotent producer state of a producer id whose last batch is older than this is "
+	    "dropped (never while it has an open transaction there); checked every "
+	    "`log.retention.check.interval.ms` and at start-up."),
 	I32("transaction.state.log.num.partitions", transaction_state_log_num_partitions, 1, I32MAX, "50", false,
 	    "Partitions of `__transaction_state` (fixed once the topic exists)."),
 	I32("transaction.state.log.replication.factor", transaction_state_log_replication_factor, 1, 32767, "1", false,
@@ -214,7 +221,7 @@ static const struct conf_def defs[] = {
 	    "How often transactions past their timeout are aborted."),
 	I32("transaction.remove.expired.transaction.cleanup.interval.ms",
 	    transaction_remove_expired_transaction_cleanup_interval_ms, 1, I32MAX, "3600000", false,
-	    "How often expired transactional ids are removed."),
+	    "How often transactional ids past `transactional.id.expiration.ms` are removed."),
 	/* threads */
 	I32("num.network.threads", num_network_threads, 1, I32MAX, "3", true, IGNORED),
 	I32("num.io.threads", num_io_threads, 1, I32MAX, "8", true, IGNORED),

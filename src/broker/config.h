@@ -58,9 +58,19 @@ enum config_kafka_type {
 /* log.message.timestamp.type / message.timestamp.type */
 enum { CONFIG_TS_CREATE_TIME = 0, CONFIG_TS_LOG_APPEND_TIME = 1 };
 #define CONFIG_TS_VALUES "CreateTime|LogAppendTime"
-/* log.cleanup.policy / cleanup.policy */
-enum { CONFIG_CLEANUP_DELETE = 0, CONFIG_CLEANUP_COMPACT = 1 };
-#define CONFIG_CLEANUP_VALUES "delete|compact"
+/* log.cleanup.policy / cleanup.policy: Kafka's list of delete and compact, either order */
+enum {
+	CONFIG_CLEANUP_DELETE = 0,
+	CONFIG_CLEANUP_COMPACT = 1,
+	CONFIG_CLEANUP_COMPACT_DELETE = 2,
+	CONFIG_CLEANUP_DELETE_COMPACT = 3,
+};
+#define CONFIG_CLEANUP_VALUES "delete|compact|compact,delete|delete,compact"
+/* True if the policy includes delete: retention.ms / retention.bytes apply. */
+static inline bool config_cleanup_deletes(int policy)
+{
+	return policy != CONFIG_CLEANUP_COMPACT;
+}
 /* compression.type */
 enum {
 	CONFIG_COMPRESSION_PRODUCER = 0,

@@ -401,8 +401,8 @@ static int16_t records_one(struct topic *t, const struct DeleteRecordsRequestPar
 
 	if (!part)
 		return registry_part_error(t, in->PartitionIndex);
-	if (t->internal || t->cfg.cleanup_policy != CONFIG_CLEANUP_DELETE)
-		return KERR_POLICY_VIOLATION; /* Kafka: internal or compacted topics */
+	if (t->internal || !config_cleanup_deletes(t->cfg.cleanup_policy))
+		return KERR_POLICY_VIOLATION; /* Kafka: internal or compact-only topics */
 	hw = part_high_watermark(part);
 	offset = in->Offset == -1 ? hw : in->Offset;
 	if (offset < 0 || offset > hw)

@@ -267,7 +267,7 @@ static void cfg_list_filter(char *out, size_t n, const char *from, const char *o
 	}
 }
 
-/* Kafka types cleanup.policy as a list; ours keeps it as an enum of one value. */
+/* Kafka types cleanup.policy as a list; ours keeps it as an enum of its spellings. */
 static bool cfg_is_list(const struct conf_def *d)
 {
 	return d->type == CONF_LIST || !strcmp(d->name, "cleanup.policy");

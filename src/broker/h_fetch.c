@@ -10,10 +10,11 @@
  *
  * read_committed (IsolationLevel 1): data is served only below the last
  * stable offset (log/txnidx.h), and AbortedTransactions lists every
- * aborted transaction overlapping [FetchOffset, LSO) - a superset of
- * Kafka's [FetchOffset, end of the returned data), which clients accept:
- * they act on an entry only when they reach its first offset.  The
- * record bytes are still served zero-copy.
+ * aborted transaction overlapping the returned bytes, [FetchOffset,
+ * upper) with upper the first indexed offset past them (as Kafka), with
+ * no cap on their number: a consumer that is not told of an aborted
+ * transaction delivers its records.  The record bytes are still served
+ * zero-copy.
  *
  * Fetch v0-v3 get the legacy message formats, converted in memory
  * (broker/downconvert.h); Fetch below v10 gets no zstd data.
@@ -68,8 +69,6 @@ static void fetch_hold_add(struct req *rq, const struct fslice *s)
 	h->slices[h->n++] = *s;
 }
 
-#define FETCH_ABORTED_MAX 4096 /* aborted transactions listed per partition */
-
 /* read_committed: the aborted transactions overlapping [from, upper). */
 static void fetch_aborted(struct req *rq, struct part *part, int64_t from, int64_t upper,
 			  struct FetchResponsePartition *out)
@@ -80,7 +79,6 @@ static void fetch_aborted(struct req *rq, struct part *part, int64_t from, int64
 	out->AbortedTransactions.n = 0;
 	if (n == 0)
 		return;
-	n = n < FETCH_ABORTED_MAX ? n : FETCH_ABORTED_MAX;
 	e = req_alloc(rq, (size_t)n, sizeof(*e));
 	txnidx_collect(part, from, upper, e, n);
 	out->AbortedTransactions.v = req_alloc(rq, (size_t)n, sizeof(*out->AbortedTransactions.v));
@@ -174,8 +172,12 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 	if (rq->hdr.api_version < 10 && fetch_old_format(rq, t, in, &s, max, used == 0, out))
 		return out->Records.len > 0 ? out->Records.len : 0;
 	fetch_hold_add(rq, &s);
-	if (f->IsolationLevel == 1)
-		fetch_aborted(rq, part, in->FetchOffset, out->LastStableOffset, out);
+	if (f->IsolationLevel == 1) {
+		int64_t upper = part_read_upper(part, in->FetchOffset, &s);
+
+		fetch_aborted(rq, part, in->FetchOffset, upper < out->LastStableOffset ? upper : out->LastStableOffset,
+			      out);
+	}
 	out->Records.len = (int32_t)s.len;
 	out->Records.file = s;
 	return s.len;

@@ -5,9 +5,13 @@
  * Durability policy (docs/durability.md): with Kafka's default flush
  * settings (log.flush.interval.messages and log.flush.interval.ms unset),
  * acks=all is answered only after an fdatasync of every partition it
- * wrote, group-committed by the syncer thread; acks=1 is answered once
- * the data is in the page cache.  Setting either flush interval relaxes
- * acks=all to Kafka's own behaviour: page cache plus periodic flushes.
+ * wrote, group-committed by the syncer thread, or REQUEST_TIMED_OUT once
+ * the request's TimeoutMs passes first; acks=0/1 are answered once the
+ * data is in the page cache, and every append asks the syncer for a round
+ * too, so that it becomes durable, and visible to consumers (the high
+ * watermark follows the syncs), within a round.  Setting either flush
+ * interval relaxes this to Kafka's own behaviour: page cache plus
+ * periodic flushes, and a flush of each segment as it rolls.
  *
  * Idempotence (docs/idempotence.md): a batch with a producer id is checked
  * against the partition's producer state (log/pstate.h) before it is
@@ -15,6 +19,14 @@
  * (after the same fsync as any acks=all answer), never appended twice.
  * Requests run one at a time on the event-loop thread, so the check and
  * the append of one batch are never interleaved with another's.
+ *
+ * Transactions (KIP-890 part 1): a transactional batch is appended only
+ * if the transaction coordinator has added this partition to the
+ * producer's ongoing transaction (txns_verify_produce), unless the
+ * partition already holds that producer's open transaction at that
+ * epoch.  A stray transactional batch would otherwise open a
+ * transaction no coordinator will ever end, and hold the last stable
+ * offset (and every read_committed consumer) at it for good.
  *
  * Produce v0-v2 may carry the legacy message formats 0/1: produce_convert
  * turns them into one v2 batch first (proto/msgset.h), as Kafka 3.x does.
@@ -94,6 +106,21 @@ static void produce_idem_warn(struct req *rq, const struct topic *t, int32_t par
 		 t->name, partition, why, (long long)h->producer_id, h->producer_epoch, h->base_sequence);
 }
 
+/* KIP-890: a transactional batch h may be appended (else out->ErrorCode is set). */
+static bool produce_txn_verified(struct req *rq, const struct topic *t, struct part *part,
+				 const struct ProduceRequestPartition *in, const struct batch_hdr *h,
+				 struct ProduceResponsePartition *out)
+{
+	const struct ProduceRequest *preq = rq->in;
+	const struct pstate_entry *e = pstate_find(part_pstate(part), h->producer_id);
+
+	if (e && e->epoch == h->producer_epoch && e->txn_first_offset >= 0)
+		return true; /* verified when the transaction's first batch was appended */
+	out->ErrorCode = txns_verify_produce(rq->b, preq->TransactionalId, h->producer_id, h->producer_epoch,
+					     kstr_c(t->name), in->Index);
+	return out->ErrorCode == KERR_NONE;
+}
+
 /*
  * Checks the batch of an idempotent producer against the partition's
  * producer state.  Returns true if the records may be appended (also for
@@ -120,7 +147,10 @@ static bool produce_idem_check(struct req *rq, const struct topic *t, struct par
 	}
 	switch (pstate_check(part_pstate(part), &h, &orig)) {
 	case PSTATE_APPEND:
-		return true;
+		if (!records_is_transactional(&h) || produce_txn_verified(rq, t, part, in, &h, out))
+			return true;
+		why = "the partition is not in an ongoing transaction of this producer";
+		goto out_reject;
 	case PSTATE_DUPLICATE:
 		*dup = true;
 		out->BaseOffset = orig.first_offset;
@@ -221,11 +251,15 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 	out->BaseOffset = info.base_offset;
 	out->LogAppendTimeMs = t->cfg.message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME ? info.log_append_time : -1;
 	out->LogStartOffset = info.log_start_offset;
-	if (acks == -1 && park_sync_on_ack(&b->cfg)) {
+	if (park_sync_on_ack(&b->cfg)) {
+		uint64_t ticket = syncer_want(b->syncer, part);
+
+		if (acks != -1)
+			return 0;
 		part_start_writeback(part, 0);
-		return syncer_want(b->syncer, part);
+		return ticket;
 	}
-	if (part_unflushed_messages(part) >= b->cfg.log_flush_interval_messages ||
+	if (info.rolled || part_unflushed_messages(part) >= b->cfg.log_flush_interval_messages ||
 	    part_unflushed_messages(part) >= t->cfg.flush_messages)
 		syncer_want(b->syncer, part);
 	return 0;
@@ -259,8 +293,8 @@ static uint64_t produce_topic_data(struct req *rq, int16_t acks, const struct Pr
 	return ticket;
 }
 
-/* A failed fsync round: marks every successful partition as not durable. */
-static void produce_fail_sync(struct req *rq)
+/* Gives every partition answered with success kerr instead (its data is not known durable). */
+static void produce_unack(struct req *rq, int16_t kerr)
 {
 	struct ProduceResponse *resp = rq->out;
 
@@ -269,8 +303,20 @@ static void produce_fail_sync(struct req *rq)
 			struct ProduceResponsePartition *op = &resp->Responses.v[i].PartitionResponses.v[j];
 
 			if (op->ErrorCode == KERR_NONE)
-				op->ErrorCode = KERR_KAFKA_STORAGE_ERROR;
+				op->ErrorCode = kerr;
 		}
+}
+
+/* A failed fsync round (the log dir is offline from now on). */
+static void produce_fail_sync(struct req *rq)
+{
+	produce_unack(rq, KERR_KAFKA_STORAGE_ERROR);
+}
+
+/* TimeoutMs passed before the round was done (as Kafka answers acks=all when the ISR lags). */
+static void produce_timed_out(struct req *rq)
+{
+	produce_unack(rq, KERR_REQUEST_TIMED_OUT);
 }
 
 int h_produce(struct req *rq, const void *in, void *out)
@@ -305,15 +351,17 @@ int h_produce(struct req *rq, const void *in, void *out)
 	}
 	if (preq->Acks == 0)
 		return H_NOREPLY;
-	return park_until_synced(rq, ticket, produce_fail_sync);
+	return park_until_synced_within(rq, ticket, produce_fail_sync, preq->TimeoutMs, produce_timed_out);
 }
 
 void produce_flush_policy(struct broker *b, int64_t now_ms)
 {
-	static int64_t last_ms;
+	static int64_t last_ms = -1;
 	struct topic **topics;
 	int n;
 
+	if (last_ms < 0)
+		last_ms = now_ms; /* like Kafka's flusher, the first pass waits one interval */
 	if (b->cfg.log_flush_interval_ms < 0 || now_ms - last_ms < b->cfg.log_flush_interval_ms)
 		return;
 	last_ms = now_ms;

@@ -15,10 +15,16 @@
  * transactional offset commit is sent, under the durable flush policy
  * (broker/park.h), only once the fsync round covering those writes is done.
  *
+ * AddPartitionsToTxn v4 (KIP-890, broker to coordinator) batches
+ * transactions and can only verify (VerifyOnly); this broker's own
+ * Produce verification calls the coordinator directly
+ * (txns_verify_produce), the shape a cluster sends as v4.
+ *
  * Version gating (PROTOCOL-NOTES §5.25a): PRODUCER_FENCED exists from
  * InitProducerId v4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2 and
  * TxnOffsetCommit v3; older versions get INVALID_PRODUCER_EPOCH.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,12 +44,15 @@
 
 /* ---- coordinator ops and start-up ---- */
 
-static struct part *h_txn_part(void *arg, const char *topic, int32_t partition)
+static int h_txn_part(void *arg, const char *topic, int32_t partition, struct part **out)
 {
 	struct broker *b = arg;
 	struct topic *t = registry_find(b->reg, kstr_c(topic));
 
-	return t ? registry_part(t, partition) : NULL;
+	if (!t || partition < 0 || partition >= t->nparts)
+		return -ENOENT;
+	*out = registry_part(t, partition);
+	return *out ? 0 : -EIO; /* offline (KAFKA_STORAGE_ERROR) until its files are back */
 }
 
 static int h_txn_new_pid(void *arg, int64_t *id)
@@ -65,6 +74,44 @@ static uint64_t h_txn_written(void *arg, struct part *part)
 
 	b->appended = true; /* wakes parked fetches: the LSO may have moved */
 	return park_sync_on_ack(&b->cfg) ? syncer_want(b->syncer, part) : 0;
+}
+
+static bool h_txn_synced(void *arg, uint64_t first, uint64_t last, bool *failed)
+{
+	struct broker *b = arg;
+
+	if (syncer_done(b->syncer) < last)
+		return false;
+	*failed = syncer_failed(b->syncer, first); /* a failed round at or after first */
+	return true;
+}
+
+void txns_on_synced(struct broker *b)
+{
+	if (b->txns)
+		txn_coord_on_synced(b->txns);
+}
+
+int16_t txns_verify_produce(struct broker *b, struct kstr txn_id, int64_t producer_id, int16_t producer_epoch,
+			    struct kstr topic, int32_t partition)
+{
+	int16_t err;
+
+	if (!txn_id.p)
+		return KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED; /* as Kafka: transactional records need the id */
+	if (!b->txns || !txn_coord_attached(b->txns))
+		err = KERR_INVALID_PRODUCER_ID_MAPPING; /* no transaction was ever started here */
+	else
+		err = txn_verify_partition(b->txns, txn_id, producer_id, producer_epoch, topic, partition);
+	switch (err) { /* Kafka's mapping for the producer (AddPartitionsToTxnManager, ReplicaManager) */
+	case KERR_PRODUCER_FENCED:
+		return KERR_INVALID_PRODUCER_EPOCH;
+	case KERR_CONCURRENT_TRANSACTIONS:
+	case KERR_COORDINATOR_NOT_AVAILABLE:
+		return KERR_NOT_ENOUGH_REPLICAS; /* retriable without a metadata refresh */
+	default:
+		return err;
+	}
 }
 
 /* Opens __transaction_state (creating it when create) and loads it. */
@@ -101,10 +148,13 @@ static int h_txn_attach(struct broker *b, bool create)
 
 int txns_start(struct broker *b)
 {
-	static const struct txn_coord_ops ops = { h_txn_part, h_txn_new_pid, h_txn_offsets_complete, h_txn_written };
+	static const struct txn_coord_ops ops = { h_txn_part, h_txn_new_pid, h_txn_offsets_complete, h_txn_written,
+						  h_txn_synced };
 	struct txn_coord_cfg cfg = {
 		.max_timeout_ms = b->cfg.transaction_max_timeout_ms,
 		.abort_interval_ms = b->cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+		.id_expiration_ms = b->cfg.transactional_id_expiration_ms,
+		.expire_interval_ms = b->cfg.transaction_remove_expired_transaction_cleanup_interval_ms,
 	};
 	int err = txn_coord_new(b->loop, &cfg, &ops, b, &b->txns);
 
@@ -179,48 +229,40 @@ int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
 
 /* ---- AddPartitionsToTxn ---- */
 
-static void h_txn_add_parts_fail(struct req *rq)
-{
-	struct AddPartitionsToTxnResponse *resp = rq->out;
+/*
+ * Handled in the v4 shape (a list of transactions); a v0-3 request is one
+ * transaction, converted in and out.  VerifyOnly (v4, KIP-890) answers
+ * per partition what txn_verify_partition says and changes nothing.
+ */
 
-	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
-		for (int32_t j = 0; j < resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.n; j++)
-			resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.v[j].PartitionErrorCode =
-				KERR_COORDINATOR_NOT_AVAILABLE;
-}
-
-/* Sets every partition's error to err, except those already carrying one when keep. */
-static void h_txn_add_parts_set(struct AddPartitionsToTxnResponse *resp, int16_t err, bool keep)
+/* Sets every partition's error of r to err, except those already carrying one when keep. */
+static void h_txn_add_parts_set(struct AddPartitionsToTxnResult *r, int16_t err, bool keep)
 {
-	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
-		for (int32_t j = 0; j < resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.n; j++) {
-			struct AddPartitionsToTxnResponsePartition *p =
-				&resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.v[j];
+	for (int32_t i = 0; i < r->TopicResults.n; i++)
+		for (int32_t j = 0; j < r->TopicResults.v[i].ResultsByPartition.n; j++) {
+			struct AddPartitionsToTxnPartitionResult *p = &r->TopicResults.v[i].ResultsByPartition.v[j];
 
 			if (!keep || !p->PartitionErrorCode)
 				p->PartitionErrorCode = err;
 		}
 }
 
-int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
+/* Results of in's partitions, all 0; OUT *tps: the known ones, *unknown: some are not. */
+static int32_t h_txn_add_parts_init(struct req *rq, const struct AddPartitionsToTxnTransaction *in,
+				    struct AddPartitionsToTxnResult *out, struct txn_tp **tps, bool *unknown)
 {
-	const struct AddPartitionsToTxnRequest *a = in;
-	struct AddPartitionsToTxnResponse *resp = out;
-	struct txn_coord *tc = h_txn_coord(rq);
-	struct txn_tp *tps;
 	int32_t n = 0, total = 0;
-	bool unknown = false;
-	int16_t err;
 
-	resp->ResultsByTopicV3AndBelow.n = a->V3AndBelowTopics.n > 0 ? a->V3AndBelowTopics.n : 0;
-	resp->ResultsByTopicV3AndBelow.v =
-		req_alloc(rq, (size_t)resp->ResultsByTopicV3AndBelow.n, sizeof(*resp->ResultsByTopicV3AndBelow.v));
-	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
-		total += a->V3AndBelowTopics.v[i].Partitions.n > 0 ? a->V3AndBelowTopics.v[i].Partitions.n : 0;
-	tps = req_alloc(rq, (size_t)total, sizeof(*tps));
-	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++) {
-		const struct AddPartitionsToTxnRequestTopic *it = &a->V3AndBelowTopics.v[i];
-		struct AddPartitionsToTxnResponseTopic *ot = &resp->ResultsByTopicV3AndBelow.v[i];
+	out->TransactionalId = in->TransactionalId;
+	out->TopicResults.n = in->Topics.n > 0 ? in->Topics.n : 0;
+	out->TopicResults.v = req_alloc(rq, (size_t)out->TopicResults.n, sizeof(*out->TopicResults.v));
+	for (int32_t i = 0; i < out->TopicResults.n; i++)
+		total += in->Topics.v[i].Partitions.n > 0 ? in->Topics.v[i].Partitions.n : 0;
+	*tps = req_alloc(rq, (size_t)total, sizeof(**tps));
+	*unknown = false;
+	for (int32_t i = 0; i < out->TopicResults.n; i++) {
+		const struct AddPartitionsToTxnTransactionTopic *it = &in->Topics.v[i];
+		struct AddPartitionsToTxnTopicResult *ot = &out->TopicResults.v[i];
 		struct topic *t = registry_find(rq->b->reg, it->Name);
 		const char *name = req_cstr(rq, it->Name);
 
@@ -234,24 +276,125 @@ int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
 			ot->ResultsByPartition.v[j].PartitionIndex = p;
 			if (!t || !registry_part(t, p)) {
 				ot->ResultsByPartition.v[j].PartitionErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-				unknown = true;
+				*unknown = true;
 				continue;
 			}
-			tps[n++] = (struct txn_tp){ (char *)name, p };
+			(*tps)[n++] = (struct txn_tp){ (char *)name, p };
 		}
 	}
-	if (!tc) {
-		h_txn_add_parts_set(resp, KERR_COORDINATOR_NOT_AVAILABLE, false);
-		return H_REPLY;
+	return n;
+}
+
+/* VerifyOnly: each partition's verdict. */
+static void h_txn_verify_parts(struct txn_coord *tc, const struct AddPartitionsToTxnTransaction *in,
+			       struct AddPartitionsToTxnResult *out)
+{
+	for (int32_t i = 0; i < out->TopicResults.n; i++)
+		for (int32_t j = 0; j < out->TopicResults.v[i].ResultsByPartition.n; j++) {
+			struct AddPartitionsToTxnPartitionResult *p = &out->TopicResults.v[i].ResultsByPartition.v[j];
+
+			p->PartitionErrorCode =
+				txn_verify_partition(tc, in->TransactionalId, in->ProducerId, in->ProducerEpoch,
+						     out->TopicResults.v[i].Name, p->PartitionIndex);
+		}
+}
+
+static void h_txn_add_one(struct req *rq, struct txn_coord *tc, const struct AddPartitionsToTxnTransaction *in,
+			  struct AddPartitionsToTxnResult *out)
+{
+	struct txn_tp *tps;
+	bool unknown;
+	int32_t n = h_txn_add_parts_init(rq, in, out, &tps, &unknown);
+
+	if (!tc)
+		h_txn_add_parts_set(out, KERR_COORDINATOR_NOT_AVAILABLE, false);
+	else if (in->VerifyOnly)
+		h_txn_verify_parts(tc, in, out);
+	else if (unknown) /* Kafka: nothing is added, the others are not attempted */
+		h_txn_add_parts_set(out, KERR_OPERATION_NOT_ATTEMPTED, true);
+	else
+		h_txn_add_parts_set(out,
+				    h_txn_kerr(rq,
+					       txn_add_partitions(tc, in->TransactionalId, in->ProducerId,
+								  in->ProducerEpoch, tps, n),
+					       2),
+				    false);
+}
+
+/* v0-3: the request's one transaction in the v4 shape. */
+static void h_txn_add_parts_v3_in(struct req *rq, const struct AddPartitionsToTxnRequest *a,
+				  struct AddPartitionsToTxnTransaction *txn)
+{
+	AddPartitionsToTxnTransaction_init(txn);
+	txn->TransactionalId = a->V3AndBelowTransactionalId;
+	txn->ProducerId = a->V3AndBelowProducerId;
+	txn->ProducerEpoch = a->V3AndBelowProducerEpoch;
+	txn->Topics.n = a->V3AndBelowTopics.n > 0 ? a->V3AndBelowTopics.n : 0;
+	txn->Topics.v = req_alloc(rq, (size_t)txn->Topics.n, sizeof(*txn->Topics.v));
+	for (int32_t i = 0; i < txn->Topics.n; i++) {
+		txn->Topics.v[i].Name = a->V3AndBelowTopics.v[i].Name;
+		txn->Topics.v[i].Partitions.v = a->V3AndBelowTopics.v[i].Partitions.v;
+		txn->Topics.v[i].Partitions.n = a->V3AndBelowTopics.v[i].Partitions.n;
 	}
-	if (unknown) { /* Kafka: nothing is added, the others are not attempted */
-		h_txn_add_parts_set(resp, KERR_OPERATION_NOT_ATTEMPTED, true);
-		return H_REPLY;
+}
+
+/* v0-3: the one transaction's results in the v0-3 shape. */
+static void h_txn_add_parts_v3_out(struct req *rq, const struct AddPartitionsToTxnResult *r,
+				   struct AddPartitionsToTxnResponse *resp)
+{
+	resp->ResultsByTopicV3AndBelow.n = r->TopicResults.n;
+	resp->ResultsByTopicV3AndBelow.v =
+		req_alloc(rq, (size_t)r->TopicResults.n, sizeof(*resp->ResultsByTopicV3AndBelow.v));
+	for (int32_t i = 0; i < r->TopicResults.n; i++) {
+		struct AddPartitionsToTxnResponseTopic *ot = &resp->ResultsByTopicV3AndBelow.v[i];
+
+		ot->Name = r->TopicResults.v[i].Name;
+		ot->ResultsByPartition.n = r->TopicResults.v[i].ResultsByPartition.n;
+		ot->ResultsByPartition.v =
+			req_alloc(rq, (size_t)ot->ResultsByPartition.n, sizeof(*ot->ResultsByPartition.v));
+		for (int32_t j = 0; j < ot->ResultsByPartition.n; j++) {
+			ot->ResultsByPartition.v[j].PartitionIndex =
+				r->TopicResults.v[i].ResultsByPartition.v[j].PartitionIndex;
+			ot->ResultsByPartition.v[j].PartitionErrorCode =
+				r->TopicResults.v[i].ResultsByPartition.v[j].PartitionErrorCode;
+		}
 	}
-	err = txn_add_partitions(tc, a->V3AndBelowTransactionalId, a->V3AndBelowProducerId, a->V3AndBelowProducerEpoch,
-				 tps, n);
-	h_txn_add_parts_set(resp, h_txn_kerr(rq, err, 2), false);
-	return h_txn_reply(rq, h_txn_add_parts_fail);
+}
+
+static void h_txn_add_parts_fail(struct req *rq)
+{
+	struct AddPartitionsToTxnResponse *resp = rq->out;
+
+	for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow.n; i++)
+		for (int32_t j = 0; j < resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.n; j++)
+			resp->ResultsByTopicV3AndBelow.v[i].ResultsByPartition.v[j].PartitionErrorCode =
+				KERR_COORDINATOR_NOT_AVAILABLE;
+	for (int32_t i = 0; i < resp->ResultsByTransaction.n; i++)
+		h_txn_add_parts_set(&resp->ResultsByTransaction.v[i], KERR_COORDINATOR_NOT_AVAILABLE, false);
+}
+
+int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
+{
+	const struct AddPartitionsToTxnRequest *a = in;
+	struct AddPartitionsToTxnResponse *resp = out;
+	struct txn_coord *tc = h_txn_coord(rq);
+
+	if (rq->hdr.api_version < 4) {
+		struct AddPartitionsToTxnTransaction txn;
+		struct AddPartitionsToTxnResult r;
+
+		AddPartitionsToTxnResult_init(&r);
+		h_txn_add_parts_v3_in(rq, a, &txn);
+		h_txn_add_one(rq, tc, &txn, &r);
+		h_txn_add_parts_v3_out(rq, &r, resp);
+	} else {
+		resp->ResultsByTransaction.n = a->Transactions.n > 0 ? a->Transactions.n : 0;
+		resp->ResultsByTransaction.v =
+			req_alloc(rq, (size_t)resp->ResultsByTransaction.n, sizeof(*resp->ResultsByTransaction.v));
+		for (int32_t i = 0; i < resp->ResultsByTransaction.n; i++)
+			h_txn_add_one(rq, tc, &a->Transactions.v[i], &resp->ResultsByTransaction.v[i]);
+	}
+	return tc ? h_txn_reply(rq, h_txn_add_parts_fail) : H_REPLY;
 }
 
 /* ---- AddOffsetsToTxn ---- */
@@ -305,18 +448,34 @@ static void h_txn_end_fail(struct req *rq)
 	((struct EndTxnResponse *)rq->out)->ErrorCode = KERR_KAFKA_STORAGE_ERROR;
 }
 
+/* The coordinator finished (or durably decided) a transaction an EndTxn waited for. */
+static void h_txn_end_done(void *arg, int16_t err)
+{
+	struct req *rq = arg;
+	struct EndTxnResponse *resp = rq->out;
+
+	resp->ErrorCode = h_txn_kerr(rq, err, 2);
+	log_debug(LOGC_TXN, "txn", "%s: EndTxn v%d -> error %d (after the markers)", conn_peer(rq->c),
+		  rq->hdr.api_version, resp->ErrorCode);
+	req_reply(rq); /* Complete* need not be durable: Prepare* is, and the markers */
+}
+
 int h_end_txn(struct req *rq, const void *in, void *out)
 {
 	const struct EndTxnRequest *e = in;
 	struct EndTxnResponse *resp = out;
 	struct txn_coord *tc = h_txn_coord(rq);
+	bool pending;
 	int16_t err;
 
 	if (!tc) {
 		resp->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
 		return H_REPLY;
 	}
-	err = txn_end(tc, e->TransactionalId, e->ProducerId, e->ProducerEpoch, e->Committed);
+	err = txn_end(tc, e->TransactionalId, e->ProducerId, e->ProducerEpoch, e->Committed, h_txn_end_done, rq,
+		      &pending);
+	if (pending)
+		return H_PARKED; /* h_txn_end_done replies */
 	resp->ErrorCode = h_txn_kerr(rq, err, 2);
 	log_debug(LOGC_TXN, "txn", "%s: EndTxn v%d '%.*s' %s -> error %d", conn_peer(rq->c), rq->hdr.api_version,
 		  e->TransactionalId.len, e->TransactionalId.p, e->Committed ? "commit" : "abort", resp->ErrorCode);
@@ -454,7 +613,9 @@ int h_describe_transactions(struct req *rq, const void *in, void *out)
 		o->TransactionStartTimeMs = -1;
 		if (!tc)
 			o->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
-		else if (!txn_describe(tc, d->TransactionalIds.v[i], &ti))
+		else if (d->TransactionalIds.v[i].len <= 0)
+			o->ErrorCode = KERR_INVALID_REQUEST;
+		else if (!txn_describe(tc, d->TransactionalIds.v[i], &ti) || ti.state == TXN_DEAD)
 			o->ErrorCode = KERR_TRANSACTIONAL_ID_NOT_FOUND;
 		else
 			h_txn_describe_one(rq, &ti, o);
@@ -467,23 +628,39 @@ struct h_txn_list {
 	const struct ListTransactionsRequest *in;
 	struct ListTransactionsResponse *out;
 	int32_t cap;
+	int64_t now_ms;
 };
 
-static void h_txn_list_one(void *arg, const struct txn_info *ti)
+/*
+ * Kafka's filters: never Dead; a state and a producer id among those asked
+ * for (any when none is); with DurationFilter >= 0 (v1), a transaction
+ * that began more than that many ms ago (ids with none open are left out).
+ */
+static bool h_txn_list_match(const struct h_txn_list *l, const struct txn_info *ti)
 {
-	struct h_txn_list *l = arg;
 	const struct ListTransactionsRequest *f = l->in;
-	struct ListTransactionsResponseTransactionState *o;
-	bool ok = f->StateFilters.n <= 0 && f->ProducerIdFilters.n <= 0;
+	bool ok = f->StateFilters.n <= 0;
 
+	if (ti->state == TXN_DEAD)
+		return false;
 	for (int32_t i = 0; !ok && i < f->StateFilters.n; i++)
 		ok = kstr_eq_c(f->StateFilters.v[i], txn_state_name(ti->state));
-	if (f->StateFilters.n > 0 && !ok)
-		return;
+	if (!ok)
+		return false;
 	ok = f->ProducerIdFilters.n <= 0;
 	for (int32_t i = 0; !ok && i < f->ProducerIdFilters.n; i++)
 		ok = f->ProducerIdFilters.v[i] == ti->producer_id;
 	if (!ok)
+		return false;
+	return f->DurationFilter < 0 || (ti->start_ms >= 0 && l->now_ms - ti->start_ms > f->DurationFilter);
+}
+
+static void h_txn_list_one(void *arg, const struct txn_info *ti)
+{
+	struct h_txn_list *l = arg;
+	struct ListTransactionsResponseTransactionState *o;
+
+	if (!h_txn_list_match(l, ti))
 		return;
 	if (l->out->TransactionStates.n == l->cap) {
 		int32_t cap = l->cap ? l->cap * 2 : 16;
@@ -504,7 +681,7 @@ int h_list_transactions(struct req *rq, const void *in, void *out)
 {
 	const struct ListTransactionsRequest *f = in;
 	struct ListTransactionsResponse *resp = out;
-	struct h_txn_list l = { rq, f, resp, 0 };
+	struct h_txn_list l = { rq, f, resp, 0, clock_wall_ms() };
 	struct txn_coord *tc = h_txn_coord(rq);
 	int32_t unknown = 0;
 

@@ -52,12 +52,29 @@ void produce_flush_policy(struct broker *b, int64_t now_ms);
 /* Transactions (h_txn.c): coordinator start/stop and the transaction APIs. */
 int txns_start(struct broker *b);
 void txns_stop(struct broker *b);
+/* An fsync round finished: transactions waiting for it move on (server.c's wake-up). */
+void txns_on_synced(struct broker *b);
+/*
+ * KIP-890: may a transactional batch of producer_id/epoch for txn_id be
+ * appended to topic/partition?  KERR_NONE if the coordinator added that
+ * partition to the producer's ongoing transaction; otherwise the error
+ * for the Produce response, mapped as Kafka maps the coordinator's answer
+ * (INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH,
+ * NOT_ENOUGH_REPLICAS while it completes, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+ * without a transactional id).  A direct call here; in a cluster, an
+ * AddPartitionsToTxn v4 VerifyOnly request to the coordinator.
+ */
+int16_t txns_verify_produce(struct broker *b, struct kstr txn_id, int64_t producer_id, int16_t producer_epoch,
+			    struct kstr topic, int32_t partition);
 int h_add_partitions_to_txn(struct req *rq, const void *in, void *out);
 int h_add_offsets_to_txn(struct req *rq, const void *in, void *out);
 int h_end_txn(struct req *rq, const void *in, void *out);
 int h_txn_offset_commit(struct req *rq, const void *in, void *out);
 int h_describe_transactions(struct req *rq, const void *in, void *out);
 int h_list_transactions(struct req *rq, const void *in, void *out);
+/* h_txnadmin.c: producer state and markers of partitions (operators ending hanging transactions) */
+int h_describe_producers(struct req *rq, const void *in, void *out);
+int h_write_txn_markers(struct req *rq, const void *in, void *out);
 /* h_idem.c: a new producer id from the broker's allocator (transactional ids too).  0 or -errno. */
 int idem_next_producer_id(struct broker *b, int64_t *id);
 /* h_group.c: the group coordinator with __consumer_offsets open (created if needed); NULL if it cannot be. */

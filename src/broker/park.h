@@ -29,10 +29,18 @@ typedef void park_fail_fn(struct req *rq);
 bool park_sync_on_ack(const struct broker_cfg *cfg);
 
 /*
- * Returns H_REPLY if round ticket is already done (or ticket is 0),
- * otherwise parks rq until it is and returns H_PARKED.
+ * Returns H_REPLY if round ticket is already done (or ticket is 0; fail
+ * applied if that round failed), otherwise parks rq until it is and
+ * returns H_PARKED.
  */
 int park_until_synced(struct req *rq, uint64_t ticket, park_fail_fn *fail);
+/*
+ * Like park_until_synced, but if the round is not done within timeout_ms
+ * (> 0; otherwise no limit), timed_out marks rq->out (REQUEST_TIMED_OUT)
+ * and rq is answered then.  Uses rq->timer.
+ */
+int park_until_synced_within(struct req *rq, uint64_t ticket, park_fail_fn *fail, int32_t timeout_ms,
+			     park_fail_fn *timed_out);
 
 /* Replies to every parked request whose round is done (the loop's wake-up). */
 void park_on_synced(struct broker *b);

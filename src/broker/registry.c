@@ -15,13 +15,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "broker/park.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
+#include "util/dirdel.h"
+#include "util/durable.h"
 #include "util/log.h"
 
 #define CHECKPOINT_FILE "recovery-point-offset-checkpoint"
 #define CLEAN_MARKER ".kafka_cleanshutdown"
+#define DELETE_SUFFIX "-delete" /* Kafka's: <topic>-<p>.<uuid hex>-delete */
+#define CREATE_SUFFIX "-create" /* ours: partition 0 staged with the topic config */
+#define TOPIC_CFG_FILE "topic.properties"
 
 struct registry {
 	const struct broker_cfg *cfg;
@@ -29,6 +35,8 @@ struct registry {
 	char cluster_id[64];
 	struct topic **topics; /* sorted by name */
 	int ntopics, cap;
+	int dir_err; /* -errno of the sync that failed, 0 while the dir is online (atomic) */
+	struct dirdel *dirdel; /* removes renamed-away partition directories */
 };
 
 bool topic_name_valid(struct kstr name)
@@ -61,7 +69,7 @@ int32_t registry_leader(const struct registry *reg, const struct topic *t, int32
 
 struct part *registry_part(const struct topic *t, int32_t partition)
 {
-	if (partition < 0 || partition >= t->nparts)
+	if (partition < 0 || partition >= t->nparts || registry_dir_failed(t->reg))
 		return NULL;
 	return t->parts[partition];
 }
@@ -70,7 +78,22 @@ int16_t registry_part_error(const struct topic *t, int32_t partition)
 {
 	if (!t || partition < 0 || partition >= t->nparts)
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	return t->parts[partition] ? KERR_NONE : KERR_KAFKA_STORAGE_ERROR;
+	return t->parts[partition] && !registry_dir_failed(t->reg) ? KERR_NONE : KERR_KAFKA_STORAGE_ERROR;
+}
+
+void registry_fail_dir(struct registry *reg, int err)
+{
+	int none = 0;
+
+	if (__atomic_compare_exchange_n(&reg->dir_err, &none, err, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		log_error("log dir '%s' is offline after a failed sync (%s): its partitions answer "
+			  "KAFKA_STORAGE_ERROR until a restart recovers it",
+			  reg->dir, strerror(-err));
+}
+
+bool registry_dir_failed(const struct registry *reg)
+{
+	return __atomic_load_n(&reg->dir_err, __ATOMIC_ACQUIRE) != 0;
 }
 
 /* Binary search; returns the index of name or where it would go (negative - 1). */
@@ -152,31 +175,69 @@ static char *part_dir(const struct registry *reg, const char *topic, int32_t p)
 	return d;
 }
 
-/* ---- small files ---- */
-
-/* Writes contents to path atomically (temp file, fsync, rename, fsync dir). */
-static int write_file_atomic(const char *dir, const char *path, const char *contents)
+/*
+ * The name a partition directory is renamed to before it is removed (or
+ * staged under while created), as Kafka names it:
+ * <topic>-<p>.<32 hex uuid><suffix>, the topic cut short so that the name
+ * fits in 255 bytes.  OUT: path in the log dir (caller frees).
+ */
+static char *part_dir_aside(const struct registry *reg, const char *topic, int32_t p, const char *suffix)
 {
-	char tmp[PATH_MAX];
-	int fd, err = 0, dfd;
-	size_t len = strlen(contents);
+	char tail[96], *d = NULL;
+	uint8_t u[16];
+	int n, keep;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, contents, len) != (ssize_t)len || fsync(fd) < 0)
-		err = errno ? -errno : -EIO;
-	close(fd);
-	if (!err && rename(tmp, path) < 0)
+	if (getrandom(u, sizeof(u), 0) != (ssize_t)sizeof(u))
+		for (size_t i = 0; i < sizeof(u); i++)
+			u[i] = (uint8_t)rand();
+	n = snprintf(tail, sizeof(tail), "-%d.", p);
+	for (size_t i = 0; i < sizeof(u); i++)
+		n += snprintf(tail + n, sizeof(tail) - (size_t)n, "%02x", u[i]);
+	snprintf(tail + n, sizeof(tail) - (size_t)n, "%s", suffix);
+	keep = 255 - (int)strlen(tail);
+	if (asprintf(&d, "%s/%.*s%s", reg->dir, keep, topic, tail) < 0)
+		return NULL;
+	return d;
+}
+
+/* True if name is a directory set aside by part_dir_aside() with one of our suffixes. */
+static bool part_dir_is_aside(const char *name)
+{
+	size_t n = strlen(name);
+
+	return strchr(name, '.') &&
+	       ((n > strlen(DELETE_SUFFIX) && !strcmp(name + n - strlen(DELETE_SUFFIX), DELETE_SUFFIX)) ||
+		(n > strlen(CREATE_SUFFIX) && !strcmp(name + n - strlen(CREATE_SUFFIX), CREATE_SUFFIX)));
+}
+
+/*
+ * Renames the directory at path to a -delete name and queues it for the
+ * background removal.  sync: fsync the log dir before returning (else the
+ * caller does it).  0 once renamed (a failed fsync or queueing is logged),
+ * or -errno from rename with path left as it was.
+ */
+static int registry_set_aside(struct registry *reg, const char *path, const char *topic, int32_t p, bool sync)
+{
+	char *aside = part_dir_aside(reg, topic, p, DELETE_SUFFIX);
+	int err = 0;
+
+	if (!aside)
+		return -ENOMEM;
+	if (rename(path, aside) < 0) {
 		err = -errno;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
+		goto out_free;
 	}
+	if (sync && (err = durable_sync_dir(reg->dir)) < 0)
+		log_error("cannot sync '%s' after renaming '%s': %s", reg->dir, path, strerror(-err));
+	if (dirdel_add(reg->dirdel, aside) < 0)
+		log_error("cannot queue '%s' for removal (removed at the next start)", aside);
+	err = 0;
+out_free:
+	free(aside);
 	return err;
 }
+
+/* ---- small files ---- */
 
 static char *read_small_file(const char *path)
 {
@@ -253,7 +314,7 @@ static int write_partition_metadata(const char *dir, const struct kuuid *id)
 	uuid_to_b64(id, b64);
 	snprintf(path, sizeof(path), "%s/partition.metadata", dir);
 	snprintf(txt, sizeof(txt), "version: 0\ntopic_id: %s\n", b64);
-	return write_file_atomic(dir, path, txt);
+	return durable_replace_path(path, txt, strlen(txt));
 }
 
 static int read_partition_metadata(const char *dir, struct kuuid *id)
@@ -302,7 +363,7 @@ static int registry_load_meta(struct registry *reg)
 	}
 	snprintf(txt, sizeof(txt), "#gregor\nversion=1\nnode.id=%d\ncluster.id=%s\n", reg->cfg->node_id,
 		 reg->cluster_id);
-	return write_file_atomic(reg->dir, path, txt);
+	return durable_replace_path(path, txt, strlen(txt));
 }
 
 struct ckpt_entry {
@@ -365,9 +426,12 @@ static void ckpt_free(struct ckpt_entry *v, int n)
 int registry_checkpoint(struct registry *reg)
 {
 	size_t cap = 4096, len = 0;
-	char *txt = malloc(cap), path[PATH_MAX];
+	char *txt, path[PATH_MAX];
 	int count = 0, err;
 
+	if (registry_dir_failed(reg))
+		return -EIO;
+	txt = malloc(cap);
 	for (int i = 0; i < reg->ntopics; i++)
 		count += reg->topics[i]->nparts;
 	if (!txt)
@@ -392,20 +456,23 @@ int registry_checkpoint(struct registry *reg)
 		}
 	}
 	snprintf(path, sizeof(path), "%s/%s", reg->dir, CHECKPOINT_FILE);
-	err = write_file_atomic(reg->dir, path, txt);
+	err = durable_replace_path(path, txt, strlen(txt));
 	free(txt);
 	return err;
 }
 
 /* ---- topics ---- */
 
-static void registry_part_cfg(const struct topic_cfg *tc, struct part_cfg *pc)
+static void registry_part_cfg(const struct registry *reg, const struct topic_cfg *tc, struct part_cfg *pc)
 {
 	part_cfg_default(pc);
+	pc->producer_id_expiration_ms = reg->cfg->producer_id_expiration_ms;
+	pc->hw_on_sync = park_sync_on_ack(reg->cfg);
 	pc->segment_bytes = tc->segment_bytes;
 	pc->segment_ms = tc->segment_ms;
 	pc->retention_ms = tc->retention_ms;
 	pc->retention_bytes = tc->retention_bytes;
+	pc->retention_delete = config_cleanup_deletes(tc->cleanup_policy);
 	pc->index_interval_bytes = tc->index_interval_bytes;
 	pc->segment_index_bytes = tc->segment_index_bytes;
 	pc->log_append_time = tc->message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME;
@@ -421,12 +488,13 @@ static void topic_free(struct topic *t)
 	free(t);
 }
 
-static struct topic *topic_alloc(const char *name, int32_t nparts)
+static struct topic *topic_alloc(struct registry *reg, const char *name, int32_t nparts)
 {
 	struct topic *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
+	t->reg = reg;
 	t->name = strdup(name);
 	t->parts = calloc((size_t)(nparts ? nparts : 1), sizeof(*t->parts));
 	t->internal = name[0] == '_' && name[1] == '_';
@@ -447,8 +515,7 @@ static int registry_open_part(struct registry *reg, struct topic *t, int32_t p, 
 
 	if (!dir)
 		return -ENOMEM;
-	registry_part_cfg(&t->cfg, &pc);
-	pc.producer_id_expiration_ms = reg->cfg->producer_id_expiration_ms;
+	registry_part_cfg(reg, &t->cfg, &pc);
 	err = part_open(dir, &pc, recovery_point, 0, &t->parts[p]);
 	if (!err && read_partition_metadata(dir, &(struct kuuid){ { 0 } }) < 0)
 		err = write_partition_metadata(dir, &t->id);
@@ -460,7 +527,7 @@ static int registry_open_part(struct registry *reg, struct topic *t, int32_t p, 
 
 static int topic_cfg_path(const struct registry *reg, const char *topic, char *path, size_t n)
 {
-	return snprintf(path, n, "%s/%s-0/topic.properties", reg->dir, topic) >= (int)n ? -ENAMETOOLONG : 0;
+	return snprintf(path, n, "%s/%s-0/%s", reg->dir, topic, TOPIC_CFG_FILE) >= (int)n ? -ENAMETOOLONG : 0;
 }
 
 /* Parses "<topic>-<n>"; returns n or -1. topic gets the name part. */
@@ -488,7 +555,7 @@ static struct topic *registry_found(struct registry *reg, const char *topic, int
 	struct topic *t = registry_find(reg, kstr_c(topic));
 
 	if (!t) {
-		t = topic_alloc(topic, 0);
+		t = topic_alloc(reg, topic, 0);
 		if (!t || registry_insert(reg, t) < 0) {
 			topic_free(t);
 			return NULL;
@@ -507,6 +574,53 @@ static struct topic *registry_found(struct registry *reg, const char *topic, int
 	return t;
 }
 
+/* Queues a directory left set aside by a delete or create that a crash or stop interrupted. */
+static void registry_queue_leftover(struct registry *reg, const char *name)
+{
+	char *path = NULL;
+
+	if (asprintf(&path, "%s/%s", reg->dir, name) < 0)
+		return;
+	log_info("removing '%s', left from a deleted or unfinished topic", path);
+	if (dirdel_add(reg->dirdel, path) < 0)
+		log_warn("cannot queue '%s' for removal", path);
+	free(path);
+}
+
+/*
+ * A topic exists once its partition 0 directory does: creation makes it
+ * last (with the topic config in it), deletion renames it away first.
+ * Partitions of a topic without one are what a crash left of a create or
+ * delete: set aside for removal, and the topic dropped.
+ */
+static void registry_drop_incomplete(struct registry *reg)
+{
+	char path[PATH_MAX];
+	int dropped = 0, err;
+
+	for (int i = 0; i < reg->ntopics; i++) {
+		struct topic *t = reg->topics[i];
+
+		snprintf(path, sizeof(path), "%s/%s-0", reg->dir, t->name);
+		if (access(path, F_OK) == 0)
+			continue;
+		log_warn("topic '%s' has no partition 0: removing its %d other partition(s) left by an interrupted "
+			 "create or delete",
+			 t->name, t->nparts - 1);
+		for (int32_t p = 1; p < t->nparts; p++) {
+			snprintf(path, sizeof(path), "%s/%s-%d", reg->dir, t->name, p);
+			if (access(path, F_OK) == 0 && (err = registry_set_aside(reg, path, t->name, p, false)) < 0)
+				log_error("cannot set '%s' aside: %s", path, strerror(-err));
+		}
+		registry_remove(reg, t);
+		topic_free(t);
+		i--;
+		dropped++;
+	}
+	if (dropped)
+		durable_sync_dir(reg->dir);
+}
+
 static int registry_scan(struct registry *reg)
 {
 	DIR *d = opendir(reg->dir);
@@ -518,6 +632,10 @@ static int registry_scan(struct registry *reg)
 	while ((e = readdir(d)) != NULL) {
 		int32_t p = parse_part_dir(e->d_name, topic, sizeof(topic));
 
+		if (e->d_type != DT_REG && part_dir_is_aside(e->d_name))
+			registry_queue_leftover(reg, e->d_name);
+		if (e->d_type == DT_REG && strlen(e->d_name) > 4 && !strcmp(e->d_name + strlen(e->d_name) - 4, ".tmp"))
+			unlinkat(dirfd(d), e->d_name, 0); /* a replacement a crash cut short (util/durable.h) */
 		if (p < 0 || e->d_type == DT_REG)
 			continue;
 		if (!registry_found(reg, topic, p)) {
@@ -526,6 +644,7 @@ static int registry_scan(struct registry *reg)
 		}
 	}
 	closedir(d);
+	registry_drop_incomplete(reg);
 	return 0;
 }
 
@@ -569,6 +688,8 @@ static void registry_abort(struct registry *reg)
 				part_close(reg->topics[i]->parts[p]);
 		topic_free(reg->topics[i]);
 	}
+	if (reg->dirdel)
+		dirdel_stop(reg->dirdel);
 	free(reg->topics);
 	free(reg->dir);
 	free(reg);
@@ -579,14 +700,32 @@ static int registry_prepare_dir(struct registry *reg)
 {
 	int err;
 
-	if (mkdir(reg->dir, 0755) < 0 && errno != EEXIST) {
-		err = -errno;
-		log_error("cannot create log dir '%s': %s", reg->dir, strerror(errno));
+	err = durable_mkdir(reg->dir, 0755);
+	if (err) {
+		log_error("cannot create log dir '%s': %s", reg->dir, strerror(-err));
 		return err;
 	}
 	err = registry_load_meta(reg);
 	if (err)
 		log_error("cannot write '%s/meta.properties': %s", reg->dir, strerror(-err));
+	return err;
+}
+
+/*
+ * From now on a crash must be recovered from: the marker goes, durably, or
+ * the broker does not start (a marker that came back after a crash would
+ * skip the recovery of unsynced data).
+ */
+static int registry_unmark_clean(struct registry *reg, const char *marker)
+{
+	int err = 0;
+
+	if (unlink(marker) < 0 && errno != ENOENT)
+		err = -errno;
+	if (!err)
+		err = durable_sync_dir(reg->dir);
+	if (err)
+		log_error("cannot remove '%s': %s", marker, strerror(-err));
 	return err;
 }
 
@@ -607,18 +746,21 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 		return -ENOMEM;
 	}
 	reg->dir[strcspn(reg->dir, ",")] = '\0'; /* one log dir on a single node */
-	err = registry_prepare_dir(reg);
+	err = dirdel_start(&reg->dirdel);
+	if (!err)
+		err = registry_prepare_dir(reg);
 	snprintf(marker, sizeof(marker), "%s/%s", reg->dir, CLEAN_MARKER);
 	clean = access(marker, F_OK) == 0;
 	if (!err)
 		err = registry_scan(reg);
 	if (!err)
 		err = registry_open_all(reg, clean);
+	if (!err)
+		err = registry_unmark_clean(reg, marker);
 	if (err) {
 		registry_abort(reg);
 		return err;
 	}
-	unlink(marker); /* from now on a crash must be recovered from */
 	for (int i = 0; i < reg->ntopics; i++)
 		nparts += reg->topics[i]->nparts;
 	log_info("loaded %d topics with %d partitions from '%s'%s in %lld ms", reg->ntopics, nparts, reg->dir,
@@ -632,29 +774,82 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 
 void registry_close(struct registry *reg)
 {
+	bool failed = registry_dir_failed(reg);
 	char marker[PATH_MAX];
-	int fd;
+	int err = 0, rc;
 
-	for (int i = 0; i < reg->ntopics; i++)
+	for (int i = 0; i < reg->ntopics && !failed; i++)
 		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
-			if (reg->topics[i]->parts[p])
-				part_sync(reg->topics[i]->parts[p]);
-	registry_checkpoint(reg);
+			if (reg->topics[i]->parts[p] && (rc = part_sync(reg->topics[i]->parts[p])) < 0 && !err)
+				err = rc;
+	rc = registry_checkpoint(reg);
+	if (rc && !err)
+		err = rc;
 	for (int i = 0; i < reg->ntopics; i++) {
 		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
-			if (reg->topics[i]->parts[p])
-				part_close(reg->topics[i]->parts[p]);
+			if (reg->topics[i]->parts[p] && failed)
+				part_abandon(reg->topics[i]->parts[p]);
+			else if (reg->topics[i]->parts[p] && (rc = part_close(reg->topics[i]->parts[p])) < 0 && !err)
+				err = rc;
 		topic_free(reg->topics[i]);
 	}
+	dirdel_stop(reg->dirdel); /* what is still queued is found again at the next start */
 	snprintf(marker, sizeof(marker), "%s/%s", reg->dir, CLEAN_MARKER);
-	fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
+	if (failed)
+		log_error("log dir '%s' failed: not marked as cleanly shut down, the next start recovers it", reg->dir);
+	else if (!err) /* only a fully synced log may skip recovery */
+		err = durable_replace_path(marker, "", 0);
+	else
+		log_error("final sync failed (%s): no clean-shutdown marker, the next start recovers", strerror(-err));
 	free(reg->topics);
 	free(reg->dir);
 	free(reg);
+}
+
+/*
+ * Makes partition 0's directory, with the topic config already in it, in
+ * one rename: a staging directory gets topic.properties, then takes the
+ * name <topic>-0.  A crash before leaves no partition 0 and so no topic;
+ * after, the topic has its config from its first moment on disk.
+ */
+static int registry_stage_part0(struct registry *reg, struct topic *t)
+{
+	char *stage = part_dir_aside(reg, t->name, 0, CREATE_SUFFIX), *dir = part_dir(reg, t->name, 0);
+	char path[PATH_MAX];
+	int err = -ENOMEM;
+
+	if (!stage || !dir)
+		goto out_free;
+	err = durable_mkdir(stage, 0755);
+	if (!err)
+		err = snprintf(path, sizeof(path), "%s/%s", stage, TOPIC_CFG_FILE) >= (int)sizeof(path) ? -ENAMETOOLONG
+													: 0;
+	if (!err)
+		err = topic_cfg_save(&t->cfg, path);
+	if (!err)
+		err = durable_rename(stage, dir);
+	if (err)
+		dirdel_remove(stage);
+out_free:
+	free(stage);
+	free(dir);
+	return err;
+}
+
+/* Undoes a failed registry_create(): partition 0 first (staged: its directory exists), as a delete would. */
+static void registry_create_undo(struct registry *reg, struct topic *t, bool staged)
+{
+	char *dir = part_dir(reg, t->name, 0);
+
+	if (t->parts[0])
+		part_delete(t->parts[0]);
+	else if (dir && staged)
+		dirdel_remove(dir);
+	free(dir);
+	for (int32_t p = 1; p < t->nparts; p++)
+		if (t->parts[p])
+			part_delete(t->parts[p]);
+	topic_free(t);
 }
 
 int registry_create(struct registry *reg, struct kstr name, int32_t nparts, const struct topic_cfg *tcfg,
@@ -662,7 +857,8 @@ int registry_create(struct registry *reg, struct kstr name, int32_t nparts, cons
 {
 	char namebuf[256];
 	struct topic *t;
-	int err;
+	bool staged = false;
+	int err = 0;
 
 	if (!topic_name_valid(name))
 		return -EINVAL;
@@ -670,39 +866,61 @@ int registry_create(struct registry *reg, struct kstr name, int32_t nparts, cons
 		return -EEXIST;
 	memcpy(namebuf, name.p, (size_t)name.len);
 	namebuf[name.len] = '\0';
-	t = topic_alloc(namebuf, nparts);
+	t = topic_alloc(reg, namebuf, nparts);
 	if (!t)
 		return -ENOMEM;
 	t->nparts = nparts;
 	topic_cfg_copy(&t->cfg, tcfg);
 	uuid_random(&t->id);
-	for (int32_t p = 0; p < nparts; p++) {
+	for (int32_t p = 1; p < nparts && !err; p++) /* invisible until partition 0 exists */
 		err = registry_open_part(reg, t, p, INT64_MAX);
-		if (err)
-			goto out_undo;
-	}
-	err = registry_save_cfg(reg, t);
+	if (!err)
+		err = registry_stage_part0(reg, t);
+	staged = !err;
+	if (!err)
+		err = registry_open_part(reg, t, 0, INT64_MAX);
 	if (!err)
 		err = registry_insert(reg, t);
-	if (err)
-		goto out_undo;
+	if (err) {
+		registry_create_undo(reg, t, staged);
+		return err;
+	}
 	log_info("created topic '%s' with %d partitions", t->name, nparts);
 	*out = t;
 	return 0;
-out_undo:
-	for (int32_t p = 0; p < nparts; p++)
-		if (t->parts[p])
-			part_delete(t->parts[p]);
-	topic_free(t);
-	return err;
 }
 
+/*
+ * Renaming partition 0's directory away is the deletion's commit point
+ * (registry_drop_incomplete() removes the rest after a crash); the other
+ * partitions follow, then one directory fsync, and the background thread
+ * removes the files.  A partition that cannot be renamed is removed here.
+ */
 int registry_delete(struct registry *reg, struct topic *t)
 {
+	char *dir = part_dir(reg, t->name, 0);
+	int err;
+
+	if (!dir)
+		return -ENOMEM;
+	err = registry_set_aside(reg, dir, t->name, 0, true);
+	free(dir);
+	if (err && err != -ENOENT) {
+		log_error("cannot delete topic '%s': renaming its partition 0 failed: %s", t->name, strerror(-err));
+		return err;
+	}
+	for (int32_t p = 1; p < t->nparts; p++) {
+		dir = part_dir(reg, t->name, p);
+		if (dir && (err = registry_set_aside(reg, dir, t->name, p, false)) < 0 && err != -ENOENT &&
+		    (err = dirdel_remove(dir)) < 0)
+			log_error("cannot remove '%s': %s", dir, strerror(-err));
+		free(dir);
+	}
+	durable_sync_dir(reg->dir);
 	registry_remove(reg, t);
 	for (int32_t p = 0; p < t->nparts; p++)
 		if (t->parts[p])
-			part_delete(t->parts[p]);
+			part_abandon(t->parts[p]);
 	log_info("deleted topic '%s'", t->name);
 	topic_free(t);
 	return 0;
@@ -734,8 +952,7 @@ static void registry_apply_cfg(struct registry *reg, struct topic *t)
 {
 	struct part_cfg pc;
 
-	registry_part_cfg(&t->cfg, &pc);
-	pc.producer_id_expiration_ms = reg->cfg->producer_id_expiration_ms;
+	registry_part_cfg(reg, &t->cfg, &pc);
 	for (int32_t p = 0; p < t->nparts; p++)
 		if (t->parts[p])
 			part_set_cfg(t->parts[p], &pc);

@@ -284,16 +284,16 @@ static int server_signals(struct broker *b)
 static void server_housekeeping(struct loop_timer *t)
 {
 	struct broker *b = (struct broker *)((char *)t - offsetof(struct broker, housekeeping));
-	static int64_t last_retain = -1, last_ckpt;
+	static int64_t last_retain = -1, last_ckpt = -1;
 	int64_t now = clock_mono_ms();
 
 	if (last_retain < 0)
-		last_retain = now; /* like Kafka, the first retention pass waits one interval */
+		last_retain = last_ckpt = now; /* like Kafka, the first pass of each waits one interval */
 	if (now - last_retain >= b->cfg.log_retention_check_interval_ms) {
 		registry_retain(b->reg, clock_wall_ms());
 		last_retain = now;
 	}
-	if (now - last_ckpt >= 5000) {
+	if (now - last_ckpt >= b->cfg.log_flush_offset_checkpoint_interval_ms) {
 		registry_checkpoint(b->reg);
 		last_ckpt = now;
 	}
@@ -304,13 +304,26 @@ static void server_housekeeping(struct loop_timer *t)
 
 static void server_on_wake(void *arg)
 {
-	park_on_synced(arg); /* acks=all produce, OffsetCommit */
+	struct broker *b = arg;
+
+	park_on_synced(b);  /* acks=all produce, OffsetCommit */
+	txns_on_synced(b);  /* transaction markers and their completion */
+	b->appended = true; /* a round moved high watermarks: parked fetches may be answered */
+}
+
+/* The syncer thread saw a sync fail: nothing in the log dir is trusted any more. */
+static void server_on_sync_fail(void *arg, int err)
+{
+	struct broker *b = arg;
+
+	registry_fail_dir(b->reg, err);
 }
 
 void broker_after_events(void *arg)
 {
 	struct broker *b = arg;
 
+	syncer_kick(b->syncer); /* one round for everything this pass appended */
 	if (b->appended) {
 		b->appended = false;
 		fetch_wake(b);
@@ -334,7 +347,7 @@ int server_start(struct broker *b)
 	if (err)
 		return err;
 	snprintf(b->cluster_id, sizeof(b->cluster_id), "%s", registry_cluster_id(b->reg));
-	err = syncer_start(b->loop, &b->syncer);
+	err = syncer_start(b->loop, server_on_sync_fail, b, &b->syncer);
 	if (!err)
 		err = groups_start(b); /* h_group.c: loads __consumer_offsets */
 	if (!err)

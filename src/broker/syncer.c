@@ -1,4 +1,13 @@
-/* syncer.c - the fsync group-commit thread (see syncer.h). */
+/*
+ * syncer.c - the fsync group-commit thread (see syncer.h).
+ *
+ * A failed sync is final (docs/durability.md): on Linux the pages whose
+ * writeback failed may be dropped from the page cache and a later fsync of
+ * the same file can succeed without them (PostgreSQL's "fsyncgate").  So
+ * after the first failure no round syncs anything again: every later
+ * round fails at once, the recovery point stays where it was, and the
+ * broker takes the log directory offline (on_fail).
+ */
 #include "broker/syncer.h"
 
 #include <errno.h>
@@ -19,10 +28,14 @@ struct syncer {
 	int ndirty, dirty_cap;
 	struct part **busy; /* being synced by the thread */
 	int nbusy;
+	int next_busy;         /* busy[next_busy..] are not collected yet: appends to them join this round (mu) */
 	uint64_t next_round;   /* ticket handed to new work */
 	uint64_t done_round;   /* read by the loop without the lock */
-	uint64_t failed_round; /* last round with a failed sync */
+	uint64_t failed_round; /* first round with a failed sync (0 = none): all later ones fail too */
 	bool stop;
+	bool kick;               /* dirty work marked since the last syncer_kick (mu; also read without it) */
+	syncer_fail_fn *on_fail; /* called once, from this thread, at the first failure */
+	void *fail_arg;
 };
 
 static bool syncer_has(struct part **v, int n, struct part *part)
@@ -33,19 +46,26 @@ static bool syncer_has(struct part **v, int n, struct part *part)
 	return false;
 }
 
-static int syncer_round(struct syncer *s, struct part **parts, int n)
+/* Syncs every partition of a round; once one failed, nothing more is synced. */
+static int syncer_round(struct syncer *s, struct part **parts, int n, bool broken)
 {
-	int failed = 0;
+	int failed = broken;
 
-	for (int i = 0; i < n; i++) {
-		int err = part_sync(parts[i]);
+	for (int i = 0; i < n && !failed; i++) {
+		int err;
+
+		pthread_mutex_lock(&s->mu);
+		s->next_busy = i + 1; /* from here on part_sync may have collected parts[i] */
+		pthread_mutex_unlock(&s->mu);
+		err = part_sync(parts[i]);
 
 		if (err) {
-			log_error("fdatasync failed: %s", strerror(-err));
+			log_error("fdatasync failed: %s: nothing more is synced or acknowledged", strerror(-err));
 			failed = 1;
+			if (s->on_fail)
+				s->on_fail(s->fail_arg, err);
 		}
 	}
-	(void)s;
 	return failed;
 }
 
@@ -57,6 +77,7 @@ static void *syncer_main(void *arg)
 	for (;;) {
 		uint64_t round;
 		int failed;
+		bool broken;
 
 		while (!s->ndirty && !s->stop)
 			pthread_cond_wait(&s->cv, &s->mu);
@@ -64,16 +85,18 @@ static void *syncer_main(void *arg)
 			break;
 		s->busy = s->dirty;
 		s->nbusy = s->ndirty;
+		s->next_busy = 0;
 		s->dirty = NULL;
 		s->ndirty = s->dirty_cap = 0;
 		round = s->next_round++;
+		broken = s->failed_round != 0;
 		pthread_mutex_unlock(&s->mu);
-		failed = syncer_round(s, s->busy, s->nbusy);
+		failed = syncer_round(s, s->busy, s->nbusy, broken);
 		pthread_mutex_lock(&s->mu);
 		free(s->busy);
 		s->busy = NULL;
 		s->nbusy = 0;
-		if (failed)
+		if (failed && !s->failed_round)
 			s->failed_round = round;
 		__atomic_store_n(&s->done_round, round, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&s->idle_cv);
@@ -83,7 +106,7 @@ static void *syncer_main(void *arg)
 	return NULL;
 }
 
-int syncer_start(struct loop *loop, struct syncer **out)
+int syncer_start(struct loop *loop, syncer_fail_fn *on_fail, void *fail_arg, struct syncer **out)
 {
 	struct syncer *s = calloc(1, sizeof(*s));
 	int err;
@@ -91,6 +114,8 @@ int syncer_start(struct loop *loop, struct syncer **out)
 	if (!s)
 		return -ENOMEM;
 	s->loop = loop;
+	s->on_fail = on_fail;
+	s->fail_arg = fail_arg;
 	s->next_round = 1;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
@@ -120,6 +145,11 @@ uint64_t syncer_want(struct syncer *s, struct part *part)
 	uint64_t ticket;
 
 	pthread_mutex_lock(&s->mu);
+	if (syncer_has(s->busy + s->next_busy, s->nbusy - s->next_busy, part)) {
+		ticket = s->next_round - 1; /* the running round has yet to collect part: it covers this append */
+		pthread_mutex_unlock(&s->mu);
+		return ticket;
+	}
 	if (!syncer_has(s->dirty, s->ndirty, part)) {
 		if (s->ndirty == s->dirty_cap) {
 			int cap = s->dirty_cap ? s->dirty_cap * 2 : 16;
@@ -131,11 +161,21 @@ uint64_t syncer_want(struct syncer *s, struct part *part)
 			s->dirty_cap = cap;
 		}
 		s->dirty[s->ndirty++] = part;
-		pthread_cond_signal(&s->cv);
+		__atomic_store_n(&s->kick, true, __ATOMIC_RELAXED); /* signalled by syncer_kick */
 	}
 	ticket = s->next_round;
 	pthread_mutex_unlock(&s->mu);
 	return ticket;
+}
+
+void syncer_kick(struct syncer *s)
+{
+	if (!__atomic_load_n(&s->kick, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->kick = false;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
 }
 
 uint64_t syncer_done(struct syncer *s)
@@ -148,7 +188,7 @@ bool syncer_failed(struct syncer *s, uint64_t ticket)
 	bool failed;
 
 	pthread_mutex_lock(&s->mu);
-	failed = s->failed_round && s->failed_round >= ticket;
+	failed = s->failed_round && ticket >= s->failed_round;
 	pthread_mutex_unlock(&s->mu);
 	return failed;
 }

@@ -12,6 +12,17 @@
  *   t = syncer_want(s, part)  --->   take dirty set, round = t
  *   ... park request with t          part_sync() each partition
  *   on wake: syncer_done(s) >= t <-- done = round; loop_wake()
+ *
+ * Rounds follow each other without a pause: the next one starts as soon
+ * as one finishes and takes every partition marked dirty meanwhile, so
+ * whatever is appended is synced within about two rounds.  An idle
+ * flusher is woken by syncer_kick() at the end of an event-loop pass, not
+ * by each syncer_want(): every request read in one pass (from all
+ * connections) shares the round that pass starts.
+ *
+ * A failed sync is final: on_fail(arg, -errno) runs once, on the flusher
+ * thread, and that round and every later one fail without syncing
+ * anything (docs/durability.md, "When a sync fails").
  */
 #ifndef GREGOR_BROKER_SYNCER_H
 #define GREGOR_BROKER_SYNCER_H
@@ -24,14 +35,22 @@
 struct part;
 struct syncer;
 
-int syncer_start(struct loop *loop, struct syncer **out);
+typedef void syncer_fail_fn(void *arg, int err);
+
+int syncer_start(struct loop *loop, syncer_fail_fn *on_fail, void *fail_arg, struct syncer **out);
 /* Syncs what is still dirty, stops the thread and frees s. */
 void syncer_stop(struct syncer *s);
-/* Marks part dirty; returns the ticket of the round that will sync it. */
+/*
+ * Marks part dirty; returns the ticket of the round that will sync what
+ * was appended to it so far: the running round if it has yet to reach
+ * part, else the next one.
+ */
 uint64_t syncer_want(struct syncer *s, struct part *part);
+/* Wakes an idle flusher if anything was marked dirty since the last call (end of each loop pass). */
+void syncer_kick(struct syncer *s);
 /* The last round completed; rounds complete in order. */
 uint64_t syncer_done(struct syncer *s);
-/* True if any sync in rounds up to ticket failed (the data may not be durable). */
+/* True if round ticket failed: a sync failed in it or in an earlier round (the data may not be durable). */
 bool syncer_failed(struct syncer *s, uint64_t ticket);
 /* Forgets part (it is being closed or deleted); waits if it is being synced. */
 void syncer_forget(struct syncer *s, struct part *part);

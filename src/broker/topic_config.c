@@ -14,12 +14,12 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "util/durable.h"
 
 #define F(fld) offsetof(struct topic_cfg, fld)
 #define I32MAX INT32_MAX
@@ -53,8 +53,8 @@
 /* Sorted by name, as Kafka lists them in DescribeConfigs. */
 static const struct conf_def defs[] = {
 	ENUM("cleanup.policy", cleanup_policy, CONFIG_CLEANUP_VALUES, "delete",
-	     "`delete` drops old segments by retention; `compact` keeps the last record per key. "
-	     "Default: `log.cleanup.policy`."),
+	     "`delete` drops old segments by retention; `compact` keeps the last record per key and is never "
+	     "deleted by retention; `compact,delete` does both. Default: `log.cleanup.policy`."),
 	ENUM("compression.type", compression_type, CONFIG_COMPRESSION_VALUES, "producer",
 	     "Compression of stored batches; `producer` keeps what the producer sent. Default: `compression.type`."),
 	I64("delete.retention.ms", delete_retention_ms, 0, I64MAX, "86400000",
@@ -343,47 +343,12 @@ static void put_escaped(FILE *f, const char *v)
 	}
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int fsync_dir_of(const char *path)
-{
-	char *copy = strdup(path);
-	int fd, rc = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		rc = -errno;
-	else if (fsync(fd))
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	free(copy);
-	copy = NULL;
-	return rc;
-}
-
 int topic_cfg_save(const struct topic_cfg *t, const char *path)
 {
-	char *text = NULL, *tmp = NULL, val[512];
+	char *text = NULL, val[512];
 	size_t len = 0;
 	FILE *mem;
-	int fd, rc = -ENOMEM;
+	int rc = -ENOMEM;
 
 	mem = open_memstream(&text, &len);
 	if (!mem)
@@ -398,29 +363,7 @@ int topic_cfg_save(const struct topic_cfg *t, const char *path)
 	}
 	if (fclose(mem))
 		goto out_free_text;
-	if (asprintf(&tmp, "%s.tmp", path) < 0) {
-		tmp = NULL;
-		goto out_free_text;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto out_free_tmp;
-	}
-	rc = write_all(fd, text, len);
-	if (!rc && fsync(fd))
-		rc = -errno;
-	if (close(fd) && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-	else
-		rc = fsync_dir_of(path);
-out_free_tmp:
-	free(tmp);
-	tmp = NULL;
+	rc = durable_replace_path(path, text, len);
 out_free_text:
 	free(text);
 	text = NULL;

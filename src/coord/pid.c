@@ -86,7 +86,7 @@ int pid_next(struct pid_alloc *pa, int64_t *id)
 		if (pa->block_end > INT64_MAX - PID_BLOCK_SIZE)
 			return -EOVERFLOW;
 		snprintf(text, sizeof(text), "0\n%" PRId64 "\n", pa->block_end + PID_BLOCK_SIZE);
-		rc = checkpoint_write(pa->dir_fd, pa->dir, PID_FILE, text);
+		rc = checkpoint_write(pa->dir_fd, PID_FILE, text);
 		if (rc) {
 			log_error("cannot reserve producer ids in '%s/%s': %s", pa->dir, PID_FILE, strerror(-rc));
 			return rc;

@@ -3,7 +3,7 @@
  *
  * Ids are handed out from blocks of PID_BLOCK_SIZE.  Before the first id of
  * a block is used, the block's end is written to <log dir>/producer-id-block
- * (checkpoint.h: tmp file, fdatasync, rename, directory fsync), so after any
+ * (checkpoint.h: tmp file, fsync, rename, directory fsync), so after any
  * crash the next broker starts at or above every id ever handed out; a crash
  * wastes at most the rest of one block.  File format (text, like Kafka's
  * checkpoint files):

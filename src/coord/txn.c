@@ -17,11 +17,12 @@
  *     |                        PrepareCommit(2)         |   PrepareEpochFence(7)  (memory only:
  *     |                                   |             v           |              epoch + 1)
  *     |                                   |      PrepareAbort(3) <--+
- *     |                      markers (txn_complete)     |
+ *     |                      markers (txn_advance)      |
  *     |                                   v             v
  *     +---------------------- CompleteCommit(4)   CompleteAbort(5) --AddPartitions--> Ongoing
  *                                                                     (also from CompleteCommit)
- *   Dead(6): a removed id (not produced yet: transactional.id.expiration.ms is not enforced).
+ *   Dead(6): an id removed by transactional.id.expiration.ms (a tombstone in the log;
+ *            never kept in memory).
  *
  * Transitions and the function doing them:
  *   Empty/Complete* -> Empty           txn_init_producer   (epoch + 1, or a new id)
@@ -29,13 +30,23 @@
  *   Ongoing -> PrepareCommit/Abort     txn_end
  *   Ongoing -> PrepareEpochFence       txn_fence (InitProducerId of a newer producer, timeout)
  *   PrepareEpochFence -> PrepareAbort  txn_fence
- *   Prepare* -> Complete*              txn_complete (markers written), also at attach
+ *   Prepare* -> Complete*              txn_advance (markers durable), also at attach
+ *   Empty/Complete* -> Dead            txn_coord_expire_ids (tombstone, removed)
  * txn_set_state() checks each against this table and logs it (debug "txn").
  *
  * Durability: txn_persist() appends the record of the new state before the
- * coordinator acts on it (markers after Prepare*).  A Prepare* found at
- * start-up is completed then: writing a marker twice is harmless (the
- * second finds no open transaction of that producer).
+ * coordinator acts on it.  Completion (txn_advance) runs in steps, each
+ * waiting for the fsync round of the one before:
+ *
+ *   Prepare* appended --synced--> markers appended (TXN_MARK_TODO ->
+ *   WRITTEN) --synced--> (DONE) Complete* appended
+ *
+ * A marker that cannot be appended stays TODO, a failed fsync leaves its
+ * step to be synced again: txn_coord_retry retries both.  A Prepare*
+ * found at start-up is completed the same way: writing a marker twice is
+ * harmless (the second finds no open transaction of that producer).
+ * Completing transactions are on tc->completing; one in Prepare* is
+ * always there, and is never freed before it is complete.
  */
 #include "coord/txn.h"
 
@@ -45,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log/marker.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "proto/records.h"
@@ -54,6 +66,13 @@
 #define TXN_BUCKETS 1024
 #define TXN_EPOCH_MAX (INT16_MAX - 1) /* past this a new producer id is handed out */
 #define TXN_OFFSETS_TOPIC "__consumer_offsets"
+
+/* Where the marker of one partition is, while a transaction completes. */
+enum txn_mark {
+	TXN_MARK_TODO,    /* not appended yet (or its append failed) */
+	TXN_MARK_WRITTEN, /* appended, its fsync round awaited */
+	TXN_MARK_DONE,    /* durable, or the partition is gone */
+};
 
 struct txn {
 	char *id;
@@ -65,7 +84,18 @@ struct txn {
 	int32_t ntps, tps_cap;
 	int64_t start_ms; /* wall clock, -1 when no transaction is open */
 	int64_t update_ms;
+	uint64_t ticket;      /* fsync ticket of the last record persisted */
+	int16_t fenced_epoch; /* the epoch before the last fence (InitProducerId v3+ retries it), -1 */
 	struct txn *hnext;
+	/* while completing (Prepare*), see txn_advance */
+	uint8_t *marks;       /* enum txn_mark per tps[i]; NULL when not completing */
+	uint64_t wait_first;  /* the first fsync round awaited (of the step's writes), 0 = none */
+	uint64_t wait_ticket; /* the last one */
+	bool prepared;        /* the Prepare* record is durable */
+	bool retry;           /* a step failed: txn_coord_retry does it again */
+	txn_done_fn *done;    /* the EndTxn waiting for the outcome */
+	void *done_arg;
+	struct txn *cnext; /* tc->completing */
 };
 
 struct txn_coord {
@@ -76,8 +106,12 @@ struct txn_coord {
 	struct part **parts; /* __transaction_state, borrowed; NULL until attached */
 	int32_t nparts;
 	struct txn *buckets[TXN_BUCKETS];
-	uint64_t ticket; /* fsync ticket of writes since txn_coord_take_ticket */
+	uint64_t ticket;        /* fsync ticket of writes since txn_coord_take_ticket */
+	struct txn *completing; /* transactions in Prepare*, see txn_advance */
+	bool *epoch_bumped;     /* per partition of parts: txn_coordinator_epoch bumped it */
 	struct loop_timer timer;
+	struct loop_timer retry_timer;
+	struct loop_timer expire_timer;
 };
 
 static const char *const txn_state_names[TXN_STATE_COUNT] = {
@@ -171,6 +205,7 @@ static struct txn *txn_create(struct txn_coord *tc, struct kstr id)
 	}
 	txn->producer_id = -1;
 	txn->epoch = -1;
+	txn->fenced_epoch = -1;
 	txn->start_ms = -1;
 	txn->state = TXN_EMPTY;
 	txn->hnext = tc->buckets[h];
@@ -180,6 +215,7 @@ static struct txn *txn_create(struct txn_coord *tc, struct kstr id)
 
 static void txn_free(struct txn *txn)
 {
+	free(txn->marks);
 	txn_clear_tps(txn);
 	free(txn->tps);
 	free(txn->id);
@@ -240,6 +276,7 @@ static int txn_persist(struct txn_coord *tc, struct txn *txn)
 	}
 	tk = tc->ops.written(tc->arg, part);
 	tc->ticket = tk > tc->ticket ? tk : tc->ticket;
+	txn->ticket = tk;
 	return 0;
 }
 
@@ -257,60 +294,227 @@ static int16_t txn_move(struct txn_coord *tc, struct txn *txn, enum txn_state to
 	return KERR_NONE;
 }
 
-/* ---- markers ---- */
+/* ---- completion: markers ---- */
 
-static void txn_write_markers(struct txn_coord *tc, struct txn *txn, bool commit)
+/* The current step also waits for fsync round tk (0: none). */
+static void txn_wait_on(struct txn *txn, uint64_t tk)
 {
-	int64_t now = clock_wall_ms();
-	bool offsets = false;
+	if (!tk)
+		return;
+	txn->wait_first = txn->wait_first && txn->wait_first < tk ? txn->wait_first : tk;
+	txn->wait_ticket = txn->wait_ticket > tk ? txn->wait_ticket : tk;
+}
 
+/*
+ * The coordinator epoch of txn: the leader epoch of its __transaction_state
+ * partition, bumped before this coordinator's first marker from that
+ * partition (as a Kafka broker taking the partition over), so it is above
+ * every epoch an earlier run wrote into a marker.  Lazily: a start-up
+ * writes no checkpoint for partitions whose ids send no marker.
+ */
+static int32_t txn_coordinator_epoch(struct txn_coord *tc, const struct txn *txn)
+{
+	int32_t i = txn_store_partition_of(tc->nparts, kstr_c(txn->id));
+	struct part *part = tc->parts[i];
+
+	if (!tc->epoch_bumped[i]) {
+		int err = part_set_leader_epoch(part, part_leader_epoch(part) + 1);
+
+		if (err)
+			log_warn("%s-%d: cannot record the coordinator epoch: %s", TXN_STORE_TOPIC, i, strerror(-err));
+		tc->epoch_bumped[i] = true;
+	}
+	return part_leader_epoch(part);
+}
+
+/* Appends the marker of tps[i]; true if it is appended or needs none (TODO -> WRITTEN/DONE). */
+static bool txn_write_marker(struct txn_coord *tc, struct txn *txn, int32_t i, bool commit)
+{
+	const struct txn_tp *tp = &txn->tps[i];
+	struct marker m = { txn->producer_id, txn->epoch, txn_coordinator_epoch(tc, txn), commit };
+	struct part_append_info info;
+	struct part *part;
+	int err = tc->ops.part(tc->arg, tp->topic, tp->partition, &part);
+
+	if (err == -ENOENT) {
+		txn->marks[i] = TXN_MARK_DONE; /* the topic was deleted meanwhile */
+		return true;
+	}
+	if (!err)
+		err = marker_append(part, &m, clock_wall_ms(), &info);
+	if (err == -ESTALE || err == -EPERM) {
+		log_error("'%s': the %s marker for '%s-%d' was refused (%s epoch is stale); not retried", txn->id,
+			  commit ? "COMMIT" : "ABORT", tp->topic, tp->partition,
+			  err == -ESTALE ? "coordinator" : "producer");
+		txn->marks[i] = TXN_MARK_DONE;
+		return true;
+	}
+	if (err) {
+		log_error("'%s': cannot write the %s marker to '%s-%d': %s; retrying every %d ms", txn->id,
+			  commit ? "COMMIT" : "ABORT", tp->topic, tp->partition, strerror(-err), TXN_RETRY_MS);
+		return false;
+	}
+	if (!strcmp(tp->topic, TXN_OFFSETS_TOPIC))
+		tc->ops.offsets_complete(tc->arg, txn->producer_id, commit);
+	txn_wait_on(txn, tc->ops.written(tc->arg, part));
+	txn->marks[i] = TXN_MARK_WRITTEN;
+	return true;
+}
+
+/*
+ * Asks again for the fsync of every step not known durable (after a failed
+ * round): the Prepare* record, and each WRITTEN marker's partition.
+ */
+static void txn_resync(struct txn_coord *tc, struct txn *txn)
+{
+	struct part *part = tc->parts[txn_store_partition_of(tc->nparts, kstr_c(txn->id))];
+
+	if (!txn->prepared)
+		txn_wait_on(txn, tc->ops.written(tc->arg, part));
 	for (int32_t i = 0; i < txn->ntps; i++) {
-		struct part *part = tc->ops.part(tc->arg, txn->tps[i].topic, txn->tps[i].partition);
-		struct part_append_info info;
-		struct wr w;
-		int err;
-
-		offsets |= !strcmp(txn->tps[i].topic, TXN_OFFSETS_TOPIC);
-		if (!part)
-			continue; /* the topic was deleted meanwhile */
-		wr_init(&w);
-		err = records_build_control(&w, txn->producer_id, txn->epoch, commit, 0, now);
-		if (!err)
-			err = w.err ? w.err : part_append(part, w.buf, w.len, now, &info);
-		wr_release(&w);
-		if (err) {
-			/* the transaction stays open in that partition until a retry of the marker */
-			log_error("'%s': cannot write the %s marker to '%s-%d': %s", txn->id,
-				  commit ? "COMMIT" : "ABORT", txn->tps[i].topic, txn->tps[i].partition,
-				  strerror(-err));
+		if (txn->marks[i] != TXN_MARK_WRITTEN)
+			continue;
+		if (tc->ops.part(tc->arg, txn->tps[i].topic, txn->tps[i].partition, &part)) {
+			txn->marks[i] = TXN_MARK_TODO; /* offline now: append it again once it is back */
 			continue;
 		}
-		uint64_t tk = tc->ops.written(tc->arg, part);
-
-		tc->ticket = tk > tc->ticket ? tk : tc->ticket;
+		txn_wait_on(txn, tc->ops.written(tc->arg, part));
 	}
-	if (offsets)
-		tc->ops.offsets_complete(tc->arg, txn->producer_id, commit);
 }
 
-/* Prepare* -> markers -> Complete*. */
-static int16_t txn_complete(struct txn_coord *tc, struct txn *txn)
-{
-	bool commit = txn->state == TXN_PREPARE_COMMIT;
-	int16_t err;
+/* ---- completion: steps ---- */
 
-	assert(txn->state == TXN_PREPARE_COMMIT || txn->state == TXN_PREPARE_ABORT);
-	txn_write_markers(tc, txn, commit);
-	err = txn_move(tc, txn, commit ? TXN_COMPLETE_COMMIT : TXN_COMPLETE_ABORT);
-	if (err)
-		return err;
-	log_debug(LOGC_TXN, "txn", "'%s': %s %d partition(s)", txn->id, commit ? "committed" : "aborted", txn->ntps);
+static void txn_notify(struct txn *txn, int16_t err)
+{
+	txn_done_fn *done = txn->done;
+
+	txn->done = NULL;
+	if (done)
+		done(txn->done_arg, err);
+}
+
+static void txn_retry_later(struct txn_coord *tc, struct txn *txn)
+{
+	txn->retry = true;
+	if (!loop_timer_armed(&tc->retry_timer))
+		loop_timer_set(tc->loop, &tc->retry_timer, clock_mono_ms() + TXN_RETRY_MS);
+}
+
+/* Complete* is persisted: off the completing list, partitions cleared, EndTxn answered. */
+static void txn_finish(struct txn_coord *tc, struct txn *txn)
+{
+	struct txn **pp = &tc->completing;
+
+	while (*pp != txn)
+		pp = &(*pp)->cnext;
+	*pp = txn->cnext;
+	txn->cnext = NULL;
+	free(txn->marks);
+	txn->marks = NULL;
+	log_debug(LOGC_TXN, "txn", "'%s': %s %d partition(s)", txn->id,
+		  txn->state == TXN_COMPLETE_COMMIT ? "committed" : "aborted", txn->ntps);
 	txn_clear_tps(txn);
 	txn->start_ms = -1;
-	return KERR_NONE;
+	txn_notify(txn, KERR_NONE);
 }
 
-/* Ongoing -> PrepareEpochFence (epoch + 1) -> PrepareAbort -> CompleteAbort: the old producer is fenced. */
+/*
+ * Moves a completing transaction as far as it can go now: wait for the
+ * round awaited, append the markers not yet appended, wait for their
+ * round, persist Complete*.  Called when it enters Prepare*, after every
+ * fsync round (txn_coord_on_synced) and on the retry timer.
+ */
+static void txn_advance(struct txn_coord *tc, struct txn *txn)
+{
+	bool commit = txn->state == TXN_PREPARE_COMMIT, failed = false, todo = false;
+
+	assert(txn->state == TXN_PREPARE_COMMIT || txn->state == TXN_PREPARE_ABORT);
+	if (txn->retry || (txn->wait_ticket && !tc->ops.synced(tc->arg, txn->wait_first, txn->wait_ticket, &failed)))
+		return;
+	txn->wait_first = txn->wait_ticket = 0;
+	if (failed) {
+		log_error("'%s': an fsync of the transaction's writes failed; retrying every %d ms", txn->id,
+			  TXN_RETRY_MS);
+		txn_retry_later(tc, txn);
+		return;
+	}
+	txn->prepared = true;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int32_t i = 0; i < txn->ntps; i++) {
+			if (txn->marks[i] == TXN_MARK_WRITTEN)
+				txn->marks[i] = TXN_MARK_DONE; /* its round is done */
+			else if (txn->marks[i] == TXN_MARK_TODO && pass == 0)
+				todo |= !txn_write_marker(tc, txn, i, commit);
+		}
+		if (txn->wait_ticket)
+			return; /* the second pass runs after the markers' round */
+	}
+	if (todo) {
+		txn_retry_later(tc, txn);
+		txn_notify(txn, KERR_NONE); /* decided and durable: the retries finish it */
+		return;
+	}
+	if (txn_move(tc, txn, commit ? TXN_COMPLETE_COMMIT : TXN_COMPLETE_ABORT)) {
+		txn_retry_later(tc, txn);
+		return;
+	}
+	txn_finish(tc, txn);
+}
+
+/* txn was just persisted in Prepare*: starts its completion (markers once that record is durable). */
+static void txn_start_completion(struct txn_coord *tc, struct txn *txn)
+{
+	assert(!txn->marks);
+	txn->marks = calloc((size_t)(txn->ntps > 0 ? txn->ntps : 1), 1);
+	txn->wait_first = txn->wait_ticket = 0;
+	txn_wait_on(txn, txn->ticket);
+	txn->prepared = false;
+	txn->retry = false;
+	txn->cnext = tc->completing;
+	tc->completing = txn;
+	if (!txn->marks) {
+		log_error("'%s': out of memory starting the completion; retrying", txn->id);
+		txn_retry_later(tc, txn);
+		return;
+	}
+	txn_advance(tc, txn);
+}
+
+void txn_coord_on_synced(struct txn_coord *tc)
+{
+	struct txn *txn = tc->completing, *next;
+
+	for (; txn; txn = next) {
+		next = txn->cnext; /* txn_advance may take txn off the list */
+		if (txn->marks && txn->wait_ticket)
+			txn_advance(tc, txn);
+	}
+}
+
+static void txn_coord_on_retry(struct loop_timer *t)
+{
+	txn_coord_retry((struct txn_coord *)((char *)t - offsetof(struct txn_coord, retry_timer)));
+}
+
+void txn_coord_retry(struct txn_coord *tc)
+{
+	struct txn *txn = tc->completing, *next;
+
+	for (; txn; txn = next) {
+		next = txn->cnext;
+		if (!txn->retry)
+			continue;
+		txn->retry = false;
+		if (!txn->marks && !(txn->marks = calloc((size_t)(txn->ntps > 0 ? txn->ntps : 1), 1))) {
+			txn_retry_later(tc, txn);
+			continue;
+		}
+		txn_resync(tc, txn);
+		txn_advance(tc, txn);
+	}
+}
+
+/* Ongoing -> PrepareEpochFence (epoch + 1) -> PrepareAbort, then completion: the old producer is fenced. */
 static int16_t txn_fence(struct txn_coord *tc, struct txn *txn, const char *why)
 {
 	int16_t err;
@@ -318,14 +522,20 @@ static int16_t txn_fence(struct txn_coord *tc, struct txn *txn, const char *why)
 	log_info("'%s': aborting the open transaction of producer %lld epoch %d (%s)", txn->id,
 		 (long long)txn->producer_id, txn->epoch, why);
 	txn_set_state(txn, TXN_PREPARE_EPOCH_FENCE);
-	txn->epoch++;
+	txn->fenced_epoch = txn->epoch++;
 	err = txn_move(tc, txn, TXN_PREPARE_ABORT);
 	if (err) {
 		txn->epoch--;
 		txn->state = TXN_ONGOING;
 		return err;
 	}
-	return txn_complete(tc, txn);
+	txn_start_completion(tc, txn);
+	return KERR_NONE;
+}
+
+static bool txn_completing(const struct txn *txn)
+{
+	return txn->state == TXN_PREPARE_COMMIT || txn->state == TXN_PREPARE_ABORT;
 }
 
 /* ---- API ---- */
@@ -358,17 +568,15 @@ int16_t txn_init_producer(struct txn_coord *tc, struct kstr id, int32_t timeout_
 	if (timeout_ms <= 0 || timeout_ms > tc->cfg.max_timeout_ms)
 		return KERR_INVALID_TRANSACTION_TIMEOUT;
 	txn = txn_find(tc, id);
-	if (txn && producer_id >= 0 && (producer_id != txn->producer_id || producer_epoch != txn->epoch))
+	if (txn && producer_id >= 0 &&
+	    (producer_id != txn->producer_id || (producer_epoch != txn->epoch && producer_epoch != txn->fenced_epoch)))
 		return KERR_PRODUCER_FENCED; /* KIP-360: only the current producer may bump itself */
 	if (!txn && !(txn = txn_create(tc, id)))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
-	if (txn->state == TXN_PREPARE_COMMIT || txn->state == TXN_PREPARE_ABORT) {
-		err = txn_complete(tc, txn); /* left by a failed write: finish it now */
-		if (err)
-			return err;
-	}
 	if (txn->state == TXN_ONGOING && (err = txn_fence(tc, txn, "a new producer initialised")))
 		return err;
+	if (txn_completing(txn))
+		return KERR_CONCURRENT_TRANSACTIONS; /* the client retries once the markers are durable */
 	if (txn->producer_id < 0 || txn->epoch >= TXN_EPOCH_MAX) {
 		if (tc->ops.new_producer_id(tc->arg, &txn->producer_id))
 			return KERR_COORDINATOR_NOT_AVAILABLE;
@@ -376,6 +584,7 @@ int16_t txn_init_producer(struct txn_coord *tc, struct kstr id, int32_t timeout_
 	} else {
 		txn->epoch++;
 	}
+	txn->fenced_epoch = -1;
 	txn->timeout_ms = timeout_ms;
 	txn->start_ms = -1;
 	err = txn_move(tc, txn, TXN_EMPTY);
@@ -452,11 +661,13 @@ out_undo:
 	return err ? err : KERR_COORDINATOR_NOT_AVAILABLE;
 }
 
-int16_t txn_end(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch, bool commit)
+int16_t txn_end(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch, bool commit,
+		txn_done_fn *done, void *arg, bool *pending)
 {
 	struct txn *txn;
 	int16_t err = txn_lookup(tc, id, producer_id, producer_epoch, &txn);
 
+	*pending = false;
 	if (err)
 		return err;
 	switch (txn->state) {
@@ -473,7 +684,35 @@ int16_t txn_end(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16
 		return KERR_INVALID_TXN_STATE;
 	}
 	err = txn_move(tc, txn, commit ? TXN_PREPARE_COMMIT : TXN_PREPARE_ABORT);
-	return err ? err : txn_complete(tc, txn);
+	if (err)
+		return err;
+	txn->done = NULL;
+	txn_start_completion(tc, txn);
+	if (txn_completing(txn) && !(txn->prepared && txn->retry)) {
+		txn->done = done; /* never called from within this call */
+		txn->done_arg = arg;
+		*pending = true;
+	}
+	return KERR_NONE; /* complete, or decided with a marker left for the retries */
+}
+
+int16_t txn_verify_partition(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch,
+			     struct kstr topic, int32_t partition)
+{
+	struct txn *txn;
+
+	if (!tc->parts)
+		return KERR_COORDINATOR_NOT_AVAILABLE;
+	if (!(txn = txn_find(tc, id)) || txn->producer_id != producer_id)
+		return KERR_INVALID_PRODUCER_ID_MAPPING;
+	if (txn->epoch != producer_epoch)
+		return KERR_PRODUCER_FENCED;
+	if (txn_completing(txn))
+		return KERR_CONCURRENT_TRANSACTIONS;
+	for (int32_t i = 0; i < txn->ntps && txn->state == TXN_ONGOING; i++)
+		if (txn->tps[i].partition == partition && kstr_eq_c(topic, txn->tps[i].topic))
+			return KERR_NONE;
+	return KERR_INVALID_TXN_STATE;
 }
 
 static void txn_info_of(const struct txn *txn, struct txn_info *out)
@@ -521,6 +760,63 @@ static void txn_coord_on_timer(struct loop_timer *t)
 	loop_timer_set(tc->loop, &tc->timer, clock_mono_ms() + tc->cfg.abort_interval_ms);
 }
 
+/* Unlinks txn from its hash chain and frees it. */
+static void txn_remove(struct txn_coord *tc, struct txn *txn)
+{
+	struct txn **pp = &tc->buckets[txn_hash(kstr_c(txn->id))];
+
+	assert(!txn->marks && !txn->cnext && tc->completing != txn);
+	while (*pp != txn)
+		pp = &(*pp)->hnext;
+	*pp = txn->hnext;
+	txn_free(txn);
+}
+
+/* Empty/Complete* -> Dead: a tombstone for the id, then it is forgotten.  0 or -errno. */
+static int txn_expire(struct txn_coord *tc, struct txn *txn)
+{
+	struct part *part;
+	uint64_t tk;
+	int err = txn_store_write(tc->parts, tc->nparts, kstr_c(txn->id), NULL, clock_wall_ms(), &part);
+
+	if (err) {
+		log_error("%s: cannot write the tombstone of '%s': %s", TXN_STORE_TOPIC, txn->id, strerror(-err));
+		return err;
+	}
+	tk = tc->ops.written(tc->arg, part);
+	tc->ticket = tk > tc->ticket ? tk : tc->ticket;
+	txn_set_state(txn, TXN_DEAD);
+	log_info("'%s': transactional id expired (idle since %lld, transactional.id.expiration.ms %lld)", txn->id,
+		 (long long)txn->update_ms, (long long)tc->cfg.id_expiration_ms);
+	txn_remove(tc, txn);
+	return 0;
+}
+
+int txn_coord_expire_ids(struct txn_coord *tc, int64_t now_wall_ms)
+{
+	int n = 0;
+
+	if (!tc->parts)
+		return 0;
+	for (int b = 0; b < TXN_BUCKETS; b++)
+		for (struct txn *txn = tc->buckets[b], *next; txn; txn = next) {
+			next = txn->hnext;
+			if ((txn->state == TXN_EMPTY || txn->state == TXN_COMPLETE_COMMIT ||
+			     txn->state == TXN_COMPLETE_ABORT) &&
+			    now_wall_ms - txn->update_ms > tc->cfg.id_expiration_ms && !txn_expire(tc, txn))
+				n++;
+		}
+	return n;
+}
+
+static void txn_coord_on_expire_timer(struct loop_timer *t)
+{
+	struct txn_coord *tc = (struct txn_coord *)((char *)t - offsetof(struct txn_coord, expire_timer));
+
+	txn_coord_expire_ids(tc, clock_wall_ms());
+	loop_timer_set(tc->loop, &tc->expire_timer, clock_mono_ms() + tc->cfg.expire_interval_ms);
+}
+
 /* ---- life cycle ---- */
 
 int txn_coord_new(struct loop *loop, const struct txn_coord_cfg *cfg, const struct txn_coord_ops *ops, void *arg,
@@ -536,6 +832,9 @@ int txn_coord_new(struct loop *loop, const struct txn_coord_cfg *cfg, const stru
 	tc->arg = arg;
 	loop_timer_init(&tc->timer, txn_coord_on_timer);
 	loop_timer_set(loop, &tc->timer, clock_mono_ms() + cfg->abort_interval_ms);
+	loop_timer_init(&tc->retry_timer, txn_coord_on_retry);
+	loop_timer_init(&tc->expire_timer, txn_coord_on_expire_timer);
+	loop_timer_set(loop, &tc->expire_timer, clock_mono_ms() + cfg->expire_interval_ms);
 	*out = tc;
 	return 0;
 }
@@ -545,6 +844,10 @@ void txn_coord_free(struct txn_coord *tc)
 	if (!tc)
 		return;
 	loop_timer_cancel(tc->loop, &tc->timer);
+	loop_timer_cancel(tc->loop, &tc->retry_timer);
+	loop_timer_cancel(tc->loop, &tc->expire_timer);
+	for (struct txn *txn = tc->completing; txn; txn = txn->cnext)
+		txn_notify(txn, KERR_COORDINATOR_NOT_AVAILABLE); /* finished at the next start */
 	for (int b = 0; b < TXN_BUCKETS; b++)
 		while (tc->buckets[b]) {
 			struct txn *txn = tc->buckets[b];
@@ -552,6 +855,7 @@ void txn_coord_free(struct txn_coord *tc)
 			tc->buckets[b] = txn->hnext;
 			txn_free(txn);
 		}
+	free(tc->epoch_bumped);
 	free(tc);
 }
 
@@ -567,14 +871,8 @@ static void txn_on_record(void *arg, struct kstr id, const struct txn_store_valu
 	struct txn *txn = txn_find(tc, id);
 
 	if (!v || v->status == TXN_DEAD) {
-		if (txn) {
-			struct txn **pp = &tc->buckets[txn_hash(id)];
-
-			while (*pp != txn)
-				pp = &(*pp)->hnext;
-			*pp = txn->hnext;
-			txn_free(txn);
-		}
+		if (txn)
+			txn_remove(tc, txn);
 		return;
 	}
 	if (!txn && !(txn = txn_create(tc, id)))
@@ -600,18 +898,22 @@ int txn_coord_attach(struct txn_coord *tc, struct part **parts, int32_t nparts)
 
 	if (err)
 		return err;
+	tc->epoch_bumped = calloc((size_t)nparts, sizeof(*tc->epoch_bumped));
+	if (!tc->epoch_bumped)
+		return -ENOMEM;
 	tc->parts = parts;
 	tc->nparts = nparts;
 	for (int b = 0; b < TXN_BUCKETS; b++)
 		for (struct txn *txn = tc->buckets[b]; txn; txn = txn->hnext) {
 			n++;
-			if (txn->state == TXN_PREPARE_COMMIT || txn->state == TXN_PREPARE_ABORT) {
-				log_info("'%s': finishing the %s left at the last stop", txn->id,
-					 txn_state_name(txn->state));
-				txn_complete(tc, txn);
-				finished++;
-			}
+			if (!txn_completing(txn))
+				continue;
+			log_info("'%s': finishing the %s left at the last stop", txn->id, txn_state_name(txn->state));
+			/* the record may be in the page cache only (a crash): markers once it is durable */
+			txn->ticket = tc->ops.written(tc->arg, parts[txn_store_partition_of(nparts, kstr_c(txn->id))]);
+			txn_start_completion(tc, txn);
+			finished++;
 		}
-	log_info("%s: loaded %d transactional id(s), finished %d transaction(s)", TXN_STORE_TOPIC, n, finished);
+	log_info("%s: loaded %d transactional id(s), completing %d transaction(s)", TXN_STORE_TOPIC, n, finished);
 	return 0;
 }

@@ -12,10 +12,22 @@
  * versions that predate it (PROTOCOL-NOTES §5.25a).
  *
  * Every state change is appended to __transaction_state before it is
- * acted on; markers are appended synchronously (the event loop owns every
- * partition), so a transaction leaves PrepareCommit/PrepareAbort within
- * the call that entered it, except across a crash: txn_coord_attach()
- * finishes those on start-up.  The state machine is drawn in txn.c.
+ * acted on.  Completing a transaction is ordered for power loss: the
+ * markers are written only once PrepareCommit/PrepareAbort is durable,
+ * and CompleteCommit/CompleteAbort only once every marker is durable
+ * (each step waits for the fsync round covering the previous one:
+ * ops.written gives its ticket, ops.synced says when it is done, and the
+ * broker calls txn_coord_on_synced after every round).  A marker that
+ * cannot be written (partition offline, disk error) or synced is retried
+ * every TXN_RETRY_MS until it is; meanwhile the id stays in Prepare* and
+ * answers CONCURRENT_TRANSACTIONS.  txn_coord_attach() completes every
+ * Prepare* found at start-up the same way.  The state machine is drawn in
+ * txn.c.
+ *
+ * The coordinator epoch written into markers is the leader epoch of the
+ * id's __transaction_state partition, bumped once per run before the
+ * first marker from it (as a new Kafka coordinator's), so a partition can
+ * refuse markers from an older coordinator (log/marker.h).
  *
  * One event-loop thread calls everything; the timeout timer runs on it.
  */
@@ -47,20 +59,37 @@ struct txn;
 struct txn_coord;
 
 struct txn_coord_ops {
-	/* The partition to write a marker to; NULL if it no longer exists. */
-	struct part *(*part)(void *arg, const char *topic, int32_t partition);
+	/*
+	 * The partition to write a marker to (OUT *out): 0, -ENOENT if it no
+	 * longer exists (the marker is skipped), other -errno while it is
+	 * offline (the marker is retried).
+	 */
+	int (*part)(void *arg, const char *topic, int32_t partition, struct part **out);
 	/* A new, never used producer id (OUT *id).  0 or -errno. */
 	int (*new_producer_id)(void *arg, int64_t *id);
 	/* Staged TxnOffsetCommit offsets of producer_id: make visible (commit) or drop. */
 	void (*offsets_complete)(void *arg, int64_t producer_id, bool commit);
 	/* part was appended to: returns the fsync ticket covering it (0 = none needed). */
 	uint64_t (*written)(void *arg, struct part *part);
+	/*
+	 * True once fsync rounds first..last are done; OUT *failed: a sync in
+	 * one of them failed (a step's writes may be synced in several rounds:
+	 * the last round succeeding says nothing of the earlier ones).
+	 */
+	bool (*synced)(void *arg, uint64_t first, uint64_t last, bool *failed);
 };
 
+/* Called once when an EndTxn that could not finish at once has: err is its answer. */
+typedef void txn_done_fn(void *arg, int16_t err);
+
 struct txn_coord_cfg {
-	int32_t max_timeout_ms;    /* transaction.max.timeout.ms */
-	int32_t abort_interval_ms; /* transaction.abort.timed.out.transaction.cleanup.interval.ms */
+	int32_t max_timeout_ms;     /* transaction.max.timeout.ms */
+	int32_t abort_interval_ms;  /* transaction.abort.timed.out.transaction.cleanup.interval.ms */
+	int64_t id_expiration_ms;   /* transactional.id.expiration.ms */
+	int32_t expire_interval_ms; /* transaction.remove.expired.transaction.cleanup.interval.ms */
 };
+
+#define TXN_RETRY_MS 500 /* a marker or state write that failed is retried this often */
 
 /* What DescribeTransactions / ListTransactions report; views valid until the next change. */
 struct txn_info {
@@ -105,8 +134,31 @@ int16_t txn_add_partitions(struct txn_coord *tc, struct kstr id, int64_t produce
 /* Checks id/producer/epoch without changing anything (AddPartitionsToTxn preamble, TxnOffsetCommit). */
 int16_t txn_verify(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch,
 		   bool need_ongoing);
-/* EndTxn: PrepareCommit/PrepareAbort, markers, CompleteCommit/CompleteAbort. */
-int16_t txn_end(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch, bool commit);
+/*
+ * EndTxn: PrepareCommit/PrepareAbort, markers, CompleteCommit/CompleteAbort.
+ * Returns the answer, or with *pending set, KERR_NONE and done(arg, err)
+ * is called later, once: when the transaction is complete, or when a
+ * marker had to be left for a retry (the outcome is durable then), or
+ * with COORDINATOR_NOT_AVAILABLE at txn_coord_free.
+ */
+int16_t txn_end(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch, bool commit,
+		txn_done_fn *done, void *arg, bool *pending);
+
+/*
+ * KIP-890 verification of a transactional Produce: KERR_NONE if topic /
+ * partition is in the ongoing transaction of producer_id/producer_epoch
+ * for id; else INVALID_PRODUCER_ID_MAPPING (unknown id or producer id),
+ * PRODUCER_FENCED, CONCURRENT_TRANSACTIONS (completing), INVALID_TXN_STATE
+ * (not added, or no transaction).  The answer of AddPartitionsToTxn v4
+ * VerifyOnly for one partition.
+ */
+int16_t txn_verify_partition(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch,
+			     struct kstr topic, int32_t partition);
+
+/* An fsync round finished: moves on the transactions waiting for it. */
+void txn_coord_on_synced(struct txn_coord *tc);
+/* Retries the completion steps that failed (also the coordinator's timer, every TXN_RETRY_MS). */
+void txn_coord_retry(struct txn_coord *tc);
 
 /* DescribeTransactions: false if the id is unknown. */
 bool txn_describe(struct txn_coord *tc, struct kstr id, struct txn_info *out);
@@ -115,5 +167,13 @@ void txn_coord_each(struct txn_coord *tc, void (*fn)(void *arg, const struct txn
 
 /* Aborts transactions past their timeout (also the coordinator's own timer). */
 void txn_coord_abort_timed_out(struct txn_coord *tc, int64_t now_wall_ms);
+/*
+ * Removes ids with no transaction (Empty, CompleteCommit, CompleteAbort)
+ * last updated more than transactional.id.expiration.ms before
+ * now_wall_ms, writing a tombstone for each (also a timer, every
+ * transaction.remove.expired.transaction.cleanup.interval.ms).  Returns
+ * how many were removed.
+ */
+int txn_coord_expire_ids(struct txn_coord *tc, int64_t now_wall_ms);
 
 #endif

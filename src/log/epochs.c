@@ -94,7 +94,7 @@ void epochs_release(struct epochs *ep)
 	ep->n = ep->cap = 0;
 }
 
-int epochs_write(const struct epochs *ep, int dir_fd, const char *dir)
+int epochs_write(const struct epochs *ep, int dir_fd)
 {
 	size_t cap = 32 + (size_t)ep->n * 34, len;
 	char *text = malloc(cap);
@@ -106,7 +106,7 @@ int epochs_write(const struct epochs *ep, int dir_fd, const char *dir)
 	for (int i = 0; i < ep->n; i++)
 		len += (size_t)snprintf(text + len, cap - len, "%" PRId32 " %" PRId64 "\n", ep->e[i].epoch,
 					ep->e[i].start_offset);
-	rc = checkpoint_write(dir_fd, dir, EPOCHS_FILE, text);
+	rc = checkpoint_write(dir_fd, EPOCHS_FILE, text);
 	free(text);
 	return rc;
 }

@@ -30,8 +30,8 @@ struct epochs {
 /* Loads dir/leader-epoch-checkpoint (absent: empty).  0 or -errno. */
 int epochs_load(struct epochs *ep, const char *dir);
 void epochs_release(struct epochs *ep);
-/* Writes the file atomically.  0 or -errno. */
-int epochs_write(const struct epochs *ep, int dir_fd, const char *dir);
+/* Writes leader-epoch-checkpoint in the directory dir_fd atomically and durably.  0 or -errno. */
+int epochs_write(const struct epochs *ep, int dir_fd);
 /* Records that epoch starts at start_offset if newer than the latest; true if changed. */
 bool epochs_assign(struct epochs *ep, int32_t epoch, int64_t start_offset);
 /* Drops entries starting at or after end_offset (log truncated); true if changed. */

@@ -2,8 +2,9 @@
  * part_int.h - struct part, shared by partition.c and retain.c only.
  *
  * Locking: mu guards what the flusher thread reads or writes: the segs
- * array (pointers and count), leo, recovery_point, unflushed and
- * dir_dirty.  The event-loop thread is the only writer of everything, so
+ * array (pointers and count), leo, recovery_point, unflushed, dir_dirty,
+ * idx_from and txn_dirty.  recovery_point is also stored and loaded
+ * atomically, so part_high_watermark() reads it without the lock.  The event-loop thread is the only writer of everything, so
  * it reads without the lock and writes those fields under it.  mu is
  * never held across I/O except the unlink-free array edits.
  */
@@ -30,17 +31,18 @@ struct part {
 	int nsegs, segs_cap; /* (mu) */
 	int64_t log_start_offset;
 	int64_t leo;            /* log end offset (mu) */
-	int64_t hw;             /* high watermark: = leo on one node */
+	int64_t hw;             /* high watermark (partition.h part_high_watermark) */
 	int64_t recovery_point; /* everything below is synced (mu) */
 	int64_t unflushed;      /* records appended since the last sync (mu) */
 	bool dir_dirty;         /* a segment was created since the last sync (mu) */
+	int64_t idx_from;       /* base of the first sealed segment with unsynced indexes, INT64_MAX none (mu) */
+	bool txn_dirty;         /* an aborted transaction was indexed since the last sync (mu) */
 	int32_t leader_epoch;   /* stamped into appended batches */
 	struct epochs epochs;
 	struct pstate pstate;  /* producer state (pstate.h) */
 	struct txnidx txnidx;  /* aborted transactions (txnidx.h, transactions) */
 	uint8_t *scratch;      /* PART_SCRATCH_BYTES, event-loop thread only */
 	int64_t writeback_pos; /* active-segment position writeback was started up to */
-	int64_t time_pos;      /* file position of the batch part_time_in_seg() found */
 };
 
 static inline struct seg *part_active(const struct part *part)

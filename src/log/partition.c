@@ -26,7 +26,11 @@
 #include "log/part_int.h"
 #include "log/recover.h"
 #include "util/clock.h"
+#include "util/dirdel.h"
+#include "util/durable.h"
 #include "util/log.h"
+
+#define PART_MARKER_BYTES_MAX 4096 /* a marker batch is ~80 bytes */
 
 void part_cfg_default(struct part_cfg *cfg)
 {
@@ -34,10 +38,12 @@ void part_cfg_default(struct part_cfg *cfg)
 	cfg->segment_ms = 7LL * 24 * 3600 * 1000;
 	cfg->retention_ms = 7LL * 24 * 3600 * 1000;
 	cfg->retention_bytes = -1;
+	cfg->retention_delete = true;
 	cfg->index_interval_bytes = 4096;
 	cfg->segment_index_bytes = 10 << 20;
 	cfg->log_append_time = false;
 	cfg->producer_id_expiration_ms = 86400000;
+	cfg->hw_on_sync = true;
 }
 
 void part_set_cfg(struct part *part, const struct part_cfg *cfg)
@@ -257,7 +263,27 @@ static int part_init_epochs(struct part *part, int32_t leader_epoch)
 	if (leader_epoch >= 0)
 		changed |= epochs_assign(ep, leader_epoch, part->leo);
 	part->leader_epoch = ep->n ? ep->e[ep->n - 1].epoch : leader_epoch;
-	return changed ? epochs_write(ep, part->dir_fd, part->dir) : 0;
+	return changed ? epochs_write(ep, part->dir_fd) : 0;
+}
+
+/* The coordinator epoch of a marker batch at p (transactions, log/marker.h). */
+static void part_apply_marker(struct part *part, const uint8_t *p, const struct batch_hdr *h)
+{
+	bool commit;
+	int32_t coordinator_epoch;
+
+	if (records_is_control(h) && h->producer_id >= 0 && !records_control_parse(p, h, &commit, &coordinator_epoch))
+		pstate_set_coordinator_epoch(&part->pstate, h->producer_id, coordinator_epoch);
+}
+
+/* part_apply_marker for a marker batch read from seg at pos (a rebuild: headers only otherwise). */
+static void part_scan_marker(struct part *part, struct seg *seg, int64_t pos, const struct batch_hdr *h)
+{
+	uint8_t buf[PART_MARKER_BYTES_MAX];
+
+	if (records_is_control(h) && h->size <= (int64_t)sizeof(buf) &&
+	    pread(seg->log->fd, buf, (size_t)h->size, pos) == h->size)
+		part_apply_marker(part, buf, h);
 }
 
 /* Applies every batch header from offset from to the LEO to the producer state. */
@@ -276,6 +302,7 @@ static int part_scan_pstate(struct part *part, int64_t from, int64_t *batches)
 			rc = pstate_apply(&part->pstate, &h);
 			if (rc)
 				return rc;
+			part_scan_marker(part, seg, it.pos, &h);
 			++*batches;
 			seg_iter_skip(&it, &h);
 			rc = seg_iter_next(&it, &h);
@@ -350,6 +377,7 @@ static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
 		return NULL;
 	}
 	pthread_mutex_init(&part->mu, NULL);
+	part->idx_from = INT64_MAX;
 	pstate_init(&part->pstate);
 	txnidx_init(&part->txnidx);
 	part_set_cfg(part, cfg);
@@ -372,6 +400,24 @@ static void part_free(struct part *part)
 	free(part);
 }
 
+/*
+ * After a crash the tail past the recovery point survived in the page
+ * cache, not necessarily on disk: it is synced before anything is served
+ * from it, so the high watermark may start at the LEO.
+ */
+static int part_sync_recovered(struct part *part)
+{
+	int rc;
+
+	pthread_mutex_lock(&part->mu);
+	part->idx_from = part->segs[0]->base_offset; /* indexes rebuilt by recovery */
+	pthread_mutex_unlock(&part->mu);
+	rc = part_sync(part);
+	if (rc)
+		log_error("log: '%s': cannot sync the recovered log: %s", part->dir, strerror(-rc));
+	return rc;
+}
+
 int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point, int32_t leader_epoch,
 	      struct part **out)
 {
@@ -381,10 +427,9 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 
 	if (!part)
 		return -ENOMEM;
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		rc = -errno;
+	rc = durable_mkdir(dir, 0755); /* a new directory's entry synced in the log dir */
+	if (rc)
 		goto out_free;
-	}
 	part->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (part->dir_fd < 0) {
 		rc = -errno;
@@ -405,6 +450,8 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 		rc = part_load_pstate(part);
 	if (!rc) /* transactions: aborted-txn index, rebuilt unless closed cleanly */
 		rc = txnidx_load(part, recovery_point >= part->leo);
+	if (!rc && part->recovery_point < part->leo)
+		rc = part_sync_recovered(part);
 	if (rc)
 		goto out_free;
 	*out = part;
@@ -414,7 +461,7 @@ out_free:
 	return rc;
 }
 
-void part_close(struct part *part)
+int part_close(struct part *part)
 {
 	int rc;
 
@@ -426,30 +473,23 @@ void part_close(struct part *part)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
 	part_write_pstate(part, "close");
 	part_free(part);
+	return rc;
+}
+
+void part_abandon(struct part *part)
+{
+	part_free(part);
 }
 
 int part_delete(struct part *part)
 {
 	char *dir = strdup(part->dir);
-	DIR *d;
-	struct dirent *de;
-	int rc = 0;
+	int rc;
 
 	if (!dir)
 		return -ENOMEM;
 	part_free(part);
-	d = opendir(dir);
-	if (!d) {
-		rc = -errno;
-		goto out_free;
-	}
-	while ((de = readdir(d)))
-		if (de->d_type != DT_DIR && unlinkat(dirfd(d), de->d_name, 0) < 0 && !rc)
-			rc = -errno;
-	closedir(d);
-	if (rmdir(dir) < 0 && !rc)
-		rc = -errno;
-out_free:
+	rc = dirdel_remove(dir);
 	free(dir);
 	return rc;
 }
@@ -500,6 +540,8 @@ static int part_roll(struct part *part)
 	}
 	pthread_mutex_lock(&part->mu);
 	part->dir_dirty = true;
+	if (part->segs[part->nsegs - 2]->base_offset < part->idx_from)
+		part->idx_from = part->segs[part->nsegs - 2]->base_offset; /* sealed: its indexes are final */
 	pthread_mutex_unlock(&part->mu);
 	part_write_pstate(part, "roll");
 	log_debug(LOGC_LOG, "log", "'%s': rolled new segment at offset %" PRId64, part->dir, part->leo);
@@ -514,7 +556,7 @@ static int part_roll(struct part *part)
  * time from the segment's first append, never producer timestamps, so a
  * producer cannot force a roll per request by sending times far apart.
  */
-static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t now_ms)
+static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t now_ms, bool *rolled)
 {
 	const struct seg *seg = part_active(part);
 	const struct part_cfg *cfg = &part->cfg;
@@ -527,7 +569,10 @@ static int part_maybe_roll(struct part *part, size_t len, int64_t span, int64_t 
 	roll = seg->size + (int64_t)len > cfg->segment_bytes ||
 	       (seg->roll_ts >= 0 && now_ms - seg->roll_ts > cfg->segment_ms) || offidx_full(&seg->oi) ||
 	       timeidx_full(&seg->ti) || part->leo + span - 1 - seg->base_offset > INT32_MAX;
-	return roll ? part_roll(part) : 0;
+	if (!roll)
+		return 0;
+	*rolled = true;
+	return part_roll(part);
 }
 
 /* Rewrites offsets, epochs and (if configured) timestamps in the blob. */
@@ -564,6 +609,7 @@ static void part_apply_pstate(struct part *part, const uint8_t *blob, size_t len
 		if (!rc)
 			rc = pstate_apply(&part->pstate, &h);
 		assert(rc == 0); /* parsed by append_plan, room reserved */
+		part_apply_marker(part, blob + off, &h);
 		if (rc)
 			break;
 		off += (size_t)h.size;
@@ -576,11 +622,12 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, st
 	int64_t base = part->leo;
 	int rc;
 
+	info->rolled = false;
 	rc = append_plan(blob, len, &plan);
 	if (!rc)
 		rc = pstate_reserve(&part->pstate, plan.producers);
 	if (!rc)
-		rc = part_maybe_roll(part, len, plan.span, now_ms);
+		rc = part_maybe_roll(part, len, plan.span, now_ms, &info->rolled);
 	if (rc)
 		return rc;
 	part_stamp(part, blob, len, now_ms);
@@ -589,12 +636,14 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, st
 		log_error("log: '%s': append at offset %" PRId64 " failed: %s", part->dir, base, strerror(-rc));
 		return rc;
 	}
+	/* before the LEO moves: a sync that covers an ABORT marker covers its .txnindex entry */
+	part_apply_pstate(part, blob, len);
 	pthread_mutex_lock(&part->mu);
 	part->leo = base + plan.span;
 	part->unflushed += plan.records;
 	pthread_mutex_unlock(&part->mu);
-	part->hw = part->leo;
-	part_apply_pstate(part, blob, len);
+	if (!part->cfg.hw_on_sync)
+		part->hw = part->leo;
 	info->base_offset = base;
 	info->last_offset = part->leo - 1;
 	info->log_append_time = part->cfg.log_append_time ? now_ms : -1;
@@ -694,6 +743,29 @@ int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max
 	return 0;
 }
 
+int64_t part_read_upper(struct part *part, int64_t offset, const struct fslice *s)
+{
+	int64_t end = s->pos + s->len;
+	const struct seg *seg = NULL;
+	int32_t lo = 0, hi;
+
+	for (int i = part_seg_for(part, offset); i < part->nsegs && !seg; i++)
+		if (part->segs[i]->log == s->ref)
+			seg = part->segs[i];
+	if (!seg)
+		return part->leo;
+	hi = seg->oi.f.n;
+	while (lo < hi) { /* first index entry at or after the slice's end */
+		int32_t mid = lo + (hi - lo) / 2;
+
+		if (offidx_ent(&seg->oi, mid)->pos < end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < seg->oi.f.n ? seg->base_offset + offidx_ent(&seg->oi, lo)->rel + 1 : seg->next_offset;
+}
+
 int64_t part_log_start_offset(const struct part *part)
 {
 	return part->log_start_offset;
@@ -702,8 +774,13 @@ int64_t part_log_end_offset(const struct part *part)
 {
 	return part->leo;
 }
-int64_t part_high_watermark(const struct part *part)
+int64_t part_high_watermark(struct part *part)
 {
+	int64_t synced = __atomic_load_n(&part->recovery_point, __ATOMIC_ACQUIRE);
+	int64_t hw = part->cfg.hw_on_sync ? (synced < part->leo ? synced : part->leo) : part->leo;
+
+	if (hw > part->hw)
+		part->hw = hw;
 	return part->hw;
 }
 int part_segment_count(const struct part *part)
@@ -720,29 +797,9 @@ int64_t part_size_bytes(const struct part *part)
 	return size;
 }
 
-/* First batch in segment i with max timestamp >= ts and last offset >= log start. */
-static int part_time_in_seg(struct part *part, int i, int64_t ts, struct batch_hdr *h)
-{
-	struct seg *seg = part->segs[i];
-	int32_t rel = timeidx_lookup(&seg->ti, ts);
-	int64_t from = rel < 0 ? seg->base_offset : seg->base_offset + rel;
-	struct seg_iter it;
-	int rc;
-
-	if (from < part->log_start_offset)
-		from = part->log_start_offset;
-	rc = seg_find(seg, from, &it, h, part->scratch, PART_SCRATCH_BYTES);
-	while (rc == 1 && h->max_timestamp < ts) {
-		seg_iter_skip(&it, h);
-		rc = seg_iter_next(&it, h);
-	}
-	part->time_pos = it.pos;
-	return rc;
-}
-
-/* Reads batch h (found by part_time_in_seg at part->time_pos) to find the record. */
-static int part_time_in_batch(struct part *part, int i, const struct batch_hdr *h, int64_t ts, int64_t *offset_out,
-			      int64_t *ts_out)
+/* Reads batch h at pos of segment i for the first record at or after ts: records_find_time(). */
+static int part_time_in_batch(struct part *part, int i, int64_t pos, const struct batch_hdr *h, int64_t ts,
+			      int64_t *offset_out, int64_t *ts_out)
 {
 	uint8_t *buf;
 	ssize_t n;
@@ -751,37 +808,69 @@ static int part_time_in_batch(struct part *part, int i, const struct batch_hdr *
 	*offset_out = h->base_offset;
 	*ts_out = h->max_timestamp;
 	if (h->size > 64 << 20)
-		return 0;
+		return h->max_timestamp >= ts; /* the batch, not the record */
 	buf = malloc((size_t)h->size);
 	if (!buf)
 		return -ENOMEM;
-	n = pread(part->segs[i]->log->fd, buf, (size_t)h->size, part->time_pos);
+	n = pread(part->segs[i]->log->fd, buf, (size_t)h->size, pos);
 	rc = n == h->size ? records_find_time(buf, h, ts, offset_out, ts_out) : -EIO;
 	free(buf);
-	return rc < 0 ? rc : 0;
+	return rc;
+}
+
+/* May batch h hold a record at or after ts?  Its max timestamp says, unless it has none (-1). */
+static bool part_time_candidate(const struct seg *seg, const struct batch_hdr *h, int64_t ts)
+{
+	return h->max_timestamp >= ts || (seg->ts_unknown && h->max_timestamp < 0 && !records_is_control(h));
+}
+
+/*
+ * First record at or after ts in segment i, from the time index entry at
+ * or below ts (the segment start if there is none, or if the segment may
+ * hold batches without a max timestamp).  1 found, 0 none, -errno.
+ */
+static int part_time_in_seg(struct part *part, int i, int64_t ts, int64_t *offset_out, int64_t *ts_out)
+{
+	struct seg *seg = part->segs[i];
+	int32_t rel = seg->ts_unknown ? -1 : timeidx_lookup(&seg->ti, ts);
+	int64_t from = rel < 0 ? seg->base_offset : seg->base_offset + rel;
+	struct seg_iter it;
+	struct batch_hdr h;
+	int rc;
+
+	if (from < part->log_start_offset)
+		from = part->log_start_offset;
+	rc = seg_find(seg, from, &it, &h, part->scratch, PART_SCRATCH_BYTES);
+	while (rc == 1) {
+		if (part_time_candidate(seg, &h, ts)) {
+			rc = part_time_in_batch(part, i, it.pos, &h, ts, offset_out, ts_out);
+			if (rc != 0)
+				return rc;
+		}
+		seg_iter_skip(&it, &h);
+		rc = seg_iter_next(&it, &h);
+	}
+	return rc;
 }
 
 int part_offset_for_time(struct part *part, int64_t ts, int64_t *offset_out, int64_t *ts_out)
 {
-	*offset_out = *ts_out = -1;
 	for (int i = 0; i < part->nsegs; i++) {
-		struct batch_hdr h;
+		const struct seg *seg = part->segs[i];
 		int rc;
 
-		if (part->segs[i]->max_ts < ts || part->segs[i]->next_offset <= part->log_start_offset)
+		if ((seg->max_ts < ts && !seg->ts_unknown) || seg->next_offset <= part->log_start_offset)
 			continue;
-		rc = part_time_in_seg(part, i, ts, &h);
+		rc = part_time_in_seg(part, i, ts, offset_out, ts_out);
 		if (rc < 0)
 			return rc;
 		if (rc == 1) {
-			rc = part_time_in_batch(part, i, &h, ts, offset_out, ts_out);
-			if (rc < 0)
-				return rc;
 			if (*offset_out < part->log_start_offset)
 				*offset_out = part->log_start_offset;
 			return 0;
 		}
 	}
+	*offset_out = *ts_out = -1;
 	return 0;
 }
 
@@ -811,7 +900,8 @@ static int64_t part_seg_mtime_ms(const struct seg *seg)
 
 int part_offsets_before(struct part *part, int64_t ts, int64_t now_ms, int64_t *out, int max)
 {
-	int n = part->nsegs + (part_active(part)->size > 0 ? 1 : 0), start = n - 1, count = 0;
+	int n = part->nsegs + (part_active(part)->size > 0 ? 1 : 0), start = n - 1, count = 0, above = 0;
+	int64_t hw = part_high_watermark(part);
 
 	if (ts == -2) /* earliest */
 		start = 0;
@@ -819,21 +909,34 @@ int part_offsets_before(struct part *part, int64_t ts, int64_t now_ms, int64_t *
 		while (start >= 0 && (start == part->nsegs ? now_ms : part_seg_mtime_ms(part->segs[start])) > ts)
 			start--;
 	for (int i = start; i >= 0 && count < max; i--) {
-		int64_t base = i == part->nsegs ? part->hw : part->segs[i]->base_offset;
+		int64_t base = i == part->nsegs ? part->leo : part->segs[i]->base_offset;
 
 		out[count++] = base > part->log_start_offset ? base : part->log_start_offset;
+	}
+	/* a consumer sees nothing past the high watermark: it replaces the offsets above it (Kafka) */
+	while (above < count && out[above] > hw)
+		above++;
+	if (above) {
+		memmove(out + 1, out + above, (size_t)(count - above) * sizeof(*out));
+		out[0] = hw;
+		count -= above - 1;
 	}
 	return count;
 }
 
 /* ---- leader epochs ---- */
 
+int32_t part_leader_epoch(const struct part *part)
+{
+	return part->leader_epoch;
+}
+
 int part_set_leader_epoch(struct part *part, int32_t leader_epoch)
 {
 	part->leader_epoch = leader_epoch;
 	if (!epochs_assign(&part->epochs, leader_epoch, part->leo))
 		return 0;
-	return epochs_write(&part->epochs, part->dir_fd, part->dir);
+	return epochs_write(&part->epochs, part->dir_fd);
 }
 
 bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out, int64_t *end_offset_out)
@@ -846,66 +949,108 @@ bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
 struct sync_set {
 	struct fdref **refs;
 	int n;
-	int64_t leo, unflushed;
-	bool dir;
+	int64_t *txn_bases; /* segments whose .txnindex to sync (txn_dirty) */
+	int ntxn;
+	int64_t leo, unflushed, idx_from;
+	bool dir, txn;
 };
 
-/*
- * Under mu: references to every file that may hold data past the recovery
- * point.  The active segment's index files are left out: an acks=all round
- * needs only the .log durable, because recovery checks indexes against the
- * log and rebuilds them (recover.c).  They are synced once the segment is
- * sealed (the next round after a roll) and at close.
- */
-static int sync_collect(struct part *part, struct sync_set *s)
+/* Index in segs of the first segment that may hold offset (or start at base). */
+static int sync_first(const struct part *part, int64_t offset)
 {
 	int first = part->nsegs - 1;
 
-	while (first > 0 && part->segs[first]->base_offset > part->recovery_point)
+	while (first > 0 && part->segs[first]->base_offset > offset)
 		first--;
+	return first;
+}
+
+/*
+ * Under mu: references to every file that may hold data past the recovery
+ * point, plus the index files of segments sealed since the last sync.  The
+ * active segment's index files are left out: a round needs only the .log
+ * durable, because recovery checks indexes against the log and rebuilds
+ * them (recover.c).  They are synced once the segment is sealed (the next
+ * round after a roll) and at close.  A .txnindex entry is written before
+ * the LEO passes its ABORT marker, so a round whose LEO covers the marker
+ * syncs the entry too: start-up trusts the files below the recovery point.
+ */
+static int sync_collect(struct part *part, struct sync_set *s)
+{
+	int from = sync_first(part, part->recovery_point), first = from;
+
+	if (part->idx_from != INT64_MAX && sync_first(part, part->idx_from) < first)
+		first = sync_first(part, part->idx_from);
 	s->refs = malloc((size_t)(part->nsegs - first) * 3 * sizeof(*s->refs));
-	if (!s->refs)
+	s->txn_bases = malloc((size_t)(part->nsegs - from) * sizeof(*s->txn_bases));
+	if (!s->refs || !s->txn_bases)
 		return -ENOMEM;
 	for (int i = first; i < part->nsegs; i++) {
-		s->refs[s->n++] = fdref_get(part->segs[i]->log);
+		if (i == part->nsegs - 1 || part->segs[i]->next_offset > part->recovery_point)
+			s->refs[s->n++] = fdref_get(part->segs[i]->log);
 		if (i == part->nsegs - 1)
 			break;
 		s->refs[s->n++] = fdref_get(part->segs[i]->oi.f.ref);
 		s->refs[s->n++] = fdref_get(part->segs[i]->ti.f.ref);
 	}
+	for (int i = from; part->txn_dirty && i < part->nsegs; i++)
+		s->txn_bases[s->ntxn++] = part->segs[i]->base_offset;
 	s->leo = part->leo;
 	s->unflushed = part->unflushed;
 	s->dir = part->dir_dirty;
-	part->dir_dirty = false;
+	s->txn = part->txn_dirty;
+	s->idx_from = part->idx_from;
+	part->dir_dirty = part->txn_dirty = false;
+	part->idx_from = INT64_MAX;
 	return 0;
+}
+
+/* fdatasyncs the collected files (dropping the references), then the directory. */
+static int sync_files(struct part *part, struct sync_set *s)
+{
+	int rc = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		if (!rc && fdatasync(s->refs[i]->fd) < 0)
+			rc = -errno;
+		fdref_put(s->refs[i]);
+	}
+	for (int i = 0; i < s->ntxn && !rc; i++)
+		rc = txnidx_sync_file(part->dir_fd, s->txn_bases[i]);
+	if (!rc && s->dir && fsync(part->dir_fd) < 0)
+		rc = -errno;
+	return rc;
 }
 
 int part_sync(struct part *part)
 {
-	struct sync_set s = { 0 };
+	struct sync_set s = { .idx_from = INT64_MAX };
 	int rc = 0;
 
 	pthread_mutex_lock(&part->mu);
-	if (part->recovery_point < part->leo || part->dir_dirty)
+	if (part->recovery_point < part->leo || part->dir_dirty || part->txn_dirty || part->idx_from != INT64_MAX)
 		rc = sync_collect(part, &s);
 	pthread_mutex_unlock(&part->mu);
-	if (rc || !s.refs)
-		return rc;
-	for (int i = 0; i < s.n; i++) {
-		if (!rc && fdatasync(s.refs[i]->fd) < 0)
-			rc = -errno;
-		fdref_put(s.refs[i]);
-	}
+	if (!rc && s.refs)
+		rc = sync_files(part, &s);
+	else
+		for (int i = 0; i < s.n; i++)
+			fdref_put(s.refs[i]);
 	free(s.refs);
-	if (!rc && s.dir && fsync(part->dir_fd) < 0)
-		rc = -errno;
+	free(s.txn_bases);
+	if (!s.refs)
+		return rc;
 	pthread_mutex_lock(&part->mu);
 	if (!rc && s.leo > part->recovery_point)
-		part->recovery_point = s.leo;
+		__atomic_store_n(&part->recovery_point, s.leo, __ATOMIC_RELEASE);
 	if (!rc)
 		part->unflushed -= s.unflushed;
-	else
+	if (rc) { /* what this round took is still unsynced */
 		part->dir_dirty |= s.dir;
+		part->txn_dirty |= s.txn;
+		if (s.idx_from < part->idx_from)
+			part->idx_from = s.idx_from;
+	}
 	pthread_mutex_unlock(&part->mu);
 	return rc;
 }

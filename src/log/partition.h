@@ -37,10 +37,12 @@ struct part_cfg {
 	int64_t segment_ms;                /* segment.ms, default 7 days */
 	int64_t retention_ms;              /* retention.ms, -1 = unlimited */
 	int64_t retention_bytes;           /* retention.bytes, -1 = unlimited */
+	bool retention_delete;             /* cleanup.policy has delete: retention applies (else compact only) */
 	int32_t index_interval_bytes;      /* index.interval.bytes, default 4096 */
 	int32_t segment_index_bytes;       /* segment.index.bytes, default 10 MiB (max index size; roll when full) */
 	bool log_append_time;              /* message.timestamp.type=LogAppendTime */
 	int64_t producer_id_expiration_ms; /* producer.id.expiration.ms (broker-wide), default 1 day */
+	bool hw_on_sync;                   /* the durable policy: the HW is what the last sync covered (default) */
 };
 
 /* Kafka's defaults. */
@@ -49,10 +51,12 @@ void part_cfg_default(struct part_cfg *cfg);
 struct part;
 struct part_append_info {
 	int64_t base_offset, last_offset, log_append_time, log_start_offset;
+	bool rolled; /* a new segment was started for it (flush the sealed one) */
 };
 
 /*
- * Opens or creates the partition directory; recovery_point = offset up to
+ * Opens or creates the partition directory (a new one is made durable in
+ * its parent before anything is written into it); recovery_point = offset up to
  * which data is known synced (clean shutdown: pass INT64_MAX to skip
  * scanning; -1 = scan everything).  Torn/corrupt tails are truncated to the
  * last valid batch with a log_warn line naming file and position; missing
@@ -62,9 +66,15 @@ struct part_append_info {
  */
 int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point, int32_t leader_epoch,
 	      struct part **out);
-/* Syncs, then truncates index files to their used size and frees part. */
-void part_close(struct part *part);
-/* Closes part and removes its directory (DeleteTopics); 0 or -errno. */
+/*
+ * Syncs, then truncates index files to their used size and frees part.
+ * Returns 0 or the -errno of the final sync (the data may then not be
+ * durable; part is freed either way).
+ */
+int part_close(struct part *part);
+/* Frees part without syncing or writing anything more (its directory is being deleted, or its log directory failed a sync). */
+void part_abandon(struct part *part);
+/* Closes part without syncing and removes its directory on this thread; 0 or -errno. */
 int part_delete(struct part *part);
 void part_set_cfg(struct part *part, const struct part_cfg *cfg);
 
@@ -90,10 +100,24 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, st
 int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max_bytes, bool min_one,
 	      struct fslice *out);
 
+/*
+ * An offset above every offset in s, a slice part_read(part, offset, ...)
+ * returned (Kafka's fetchUpperBoundOffset): the last offset of the first
+ * indexed batch that starts at or after the slice's end, else the end of
+ * its segment.  read_committed lists the aborted transactions below it.
+ */
+int64_t part_read_upper(struct part *part, int64_t offset, const struct fslice *s);
+
 int64_t part_log_start_offset(const struct part *part);
 int64_t part_log_end_offset(const struct part *part);
-int64_t part_high_watermark(const struct part *part); /* = LEO on a single node today */
-int64_t part_size_bytes(const struct part *part);     /* bytes in all segments */
+/*
+ * The high watermark: what Fetch serves, what the LSO is bounded by, what
+ * ListOffsets latest returns.  Never decreases.  With cfg.hw_on_sync it is
+ * the offset the last completed part_sync covered (never more than a power
+ * cut can leave); otherwise the LEO.  Event-loop thread.
+ */
+int64_t part_high_watermark(struct part *part);
+int64_t part_size_bytes(const struct part *part); /* bytes in all segments */
 int part_segment_count(const struct part *part);
 
 /*
@@ -110,7 +134,8 @@ int part_max_timestamp(struct part *part, int64_t *offset_out, int64_t *ts_out);
  * log start) of each segment at its .log file's modification time, then
  * the log end offset at now_ms if the active segment holds data], starting
  * at the last entry (ts -1, latest), the first (ts -2, earliest) or the
- * newest entry whose time <= ts.  Returns the count.
+ * newest entry whose time <= ts; offsets above the high watermark give way
+ * to it (as Kafka answers consumers).  Returns the count.
  */
 int part_offsets_before(struct part *part, int64_t ts, int64_t now_ms, int64_t *out, int max);
 
@@ -120,8 +145,9 @@ int part_offsets_before(struct part *part, int64_t ts, int64_t now_ms, int64_t *
  */
 int part_delete_records(struct part *part, int64_t offset);
 /*
- * Applies retention.ms / retention.bytes and deletes segments wholly below
- * the log start; never deletes the active segment.  Returns the number of
+ * Applies retention.ms / retention.bytes (unless cfg.retention_delete is
+ * false: compacted topics keep every segment) and deletes segments wholly
+ * below the log start; never deletes the active segment.  Returns the number of
  * segments deleted or -errno.
  */
 int part_retain(struct part *part, int64_t now_ms);
@@ -135,6 +161,8 @@ int part_retain(struct part *part, int64_t now_ms);
  */
 struct pstate *part_pstate(struct part *part);
 
+/* The leader epoch stamped into appends (the transaction coordinator's epoch on __transaction_state). */
+int32_t part_leader_epoch(const struct part *part);
 /* Leader epoch: stamps later appends and records (epoch, LEO) in the cache. 0 or -errno. */
 int part_set_leader_epoch(struct part *part, int32_t leader_epoch);
 /* OffsetForLeaderEpoch: false if no epoch <= epoch is known. */
@@ -142,10 +170,11 @@ bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
 
 /*
  * Durability: thread-safe against part_append running in another thread.
- * part_sync fdatasyncs every segment written since the last sync (log and
- * index files, and the directory after a roll) and advances the recovery
- * point to the LEO seen when it started; returns 0 or -errno (the recovery
- * point then stays).
+ * part_sync fdatasyncs every segment written since the last sync (the
+ * .log files, the index files of segments sealed since, the .txnindex
+ * files an aborted transaction was added to, and the directory after a
+ * roll) and advances the recovery point to the LEO seen when it started;
+ * returns 0 or -errno (the recovery point then stays).
  */
 int part_sync(struct part *part);
 int64_t part_recovery_point(const struct part *part);

@@ -27,9 +27,9 @@
  * a restart; consecutive entries of one producer id (same epoch) rebuild its
  * window, and the transaction fields of its last entry win.  Kafka's own
  * loader keeps the last entry per producer id, so it reads these files too.
- * The file is written to <name>.tmp and renamed; it is not fsynced (a torn
- * or missing snapshot only costs a longer rebuild from the log, and
- * partition.c removes stray .tmp files at open).
+ * The file is replaced atomically and durably (util/durable.h: <name>.tmp,
+ * fsync, rename, directory fsync; partition.c removes stray .tmp files at
+ * open).  A snapshot past the log end after a crash is ignored and deleted.
  */
 #include "log/pstate.h"
 
@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "util/crc32c.h"
+#include "util/durable.h"
 #include "util/log.h"
 
 #define SNAP_VERSION 1
@@ -235,8 +236,7 @@ int pstate_apply(struct pstate *ps, const struct batch_hdr *h)
 	e->last_ts = h->max_timestamp;
 	ps->dirty = true;
 	if (records_is_control(h)) {
-		/* TODO(transactions): coordinator_epoch from the marker value */
-		e->txn_first_offset = -1;
+		e->txn_first_offset = -1; /* coordinator_epoch: pstate_set_coordinator_epoch */
 		return 0;
 	}
 	if (records_is_transactional(h) && e->txn_first_offset < 0)
@@ -249,6 +249,16 @@ int pstate_apply(struct pstate *ps, const struct batch_hdr *h)
 			       .max_ts = h->max_timestamp,
 		       });
 	return 0;
+}
+
+void pstate_set_coordinator_epoch(struct pstate *ps, int64_t producer_id, int32_t coordinator_epoch)
+{
+	const struct pstate_entry *e = pstate_find(ps, producer_id);
+
+	if (e && e->coordinator_epoch != coordinator_epoch) {
+		((struct pstate_entry *)e)->coordinator_epoch = coordinator_epoch;
+		ps->dirty = true;
+	}
 }
 
 /* ---- expiry and head truncation ---- */
@@ -467,27 +477,9 @@ static void snap_unlink(int dir_fd, const char *dir, int64_t offset, const char 
 		log_warn("log: '%s': cannot delete '%s': %s", dir, name, strerror(errno));
 }
 
-static int snap_write_file(int dir_fd, const char *tmp, const char *name, const struct wr *w)
-{
-	int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, w->buf, w->len) != (ssize_t)w->len)
-		rc = errno ? -errno : -ENOSPC;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
-	if (!rc && renameat(dir_fd, tmp, dir_fd, name) < 0)
-		rc = -errno;
-	if (rc)
-		unlinkat(dir_fd, tmp, 0);
-	return rc;
-}
-
 int pstate_snapshot_write(struct pstate *ps, int dir_fd, const char *dir, int64_t offset)
 {
-	char name[64], tmp[64];
+	char name[64];
 	struct wr w;
 	int64_t *offs;
 	int n, rc;
@@ -496,9 +488,8 @@ int pstate_snapshot_write(struct pstate *ps, int dir_fd, const char *dir, int64_
 	wr_init(&w);
 	rc = pstate_encode(ps, &w);
 	snap_name(name, sizeof(name), offset, "");
-	snap_name(tmp, sizeof(tmp), offset, ".tmp");
-	if (!rc)
-		rc = snap_write_file(dir_fd, tmp, name, &w);
+	if (!rc) /* atomic and durable: a crash leaves the old snapshots or this one */
+		rc = durable_replace(dir_fd, name, w.buf, w.len);
 	wr_release(&w);
 	if (rc)
 		return rc;

@@ -96,6 +96,13 @@ int pstate_reserve(struct pstate *ps, uint32_t n);
  */
 int pstate_apply(struct pstate *ps, const struct batch_hdr *h);
 
+/*
+ * A COMMIT/ABORT marker of producer_id with coordinator_epoch was applied
+ * (pstate_apply reads headers only; the caller parses the marker record).
+ * Markers with an older coordinator epoch are refused (log/marker.h).
+ */
+void pstate_set_coordinator_epoch(struct pstate *ps, int64_t producer_id, int32_t coordinator_epoch);
+
 /* Drops producers whose last batch is older than now - expiration and that have no open transaction. */
 int pstate_expire(struct pstate *ps, int64_t now_ms, int64_t expiration_ms);
 

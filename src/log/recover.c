@@ -20,6 +20,7 @@ static void seg_reset_state(struct seg *seg)
 	seg->next_offset = seg->base_offset;
 	seg->roll_ts = seg->max_ts = seg->max_ts_offset = -1;
 	seg->bytes_since_index = 0;
+	seg->ts_unknown = false;
 }
 
 static int seg_file_size(struct seg *seg, int64_t *size)
@@ -78,6 +79,8 @@ static int load_tail(struct seg *seg, int64_t fsize, int32_t interval, uint8_t *
 		seg->max_ts = timeidx_ent(ti, ti->f.n - 1)->ts;
 		seg->max_ts_offset = seg->base_offset + timeidx_ent(ti, ti->f.n - 1)->rel;
 	}
+	/* offset-index points without any time entry: the batches before them had maxTimestamp -1 */
+	seg->ts_unknown = indexed && ti->f.n == 0;
 	seg_iter_init(&it, seg, start, fsize, false, buf, cap);
 	while ((rc = seg_iter_next(&it, &h)) == 1) {
 		if (it.pos == start && indexed && records_last_offset(&h) != start_last)

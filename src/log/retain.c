@@ -29,7 +29,7 @@ void part_advance_log_start(struct part *part, int64_t offset)
 	pstate_truncate_head(&part->pstate, offset);
 	pstate_snapshot_delete_below(&part->pstate, part->dir_fd, part->dir, offset);
 	if (epochs_truncate_start(&part->epochs, offset)) {
-		int rc = epochs_write(&part->epochs, part->dir_fd, part->dir);
+		int rc = epochs_write(&part->epochs, part->dir_fd);
 
 		if (rc)
 			log_warn("log: '%s': cannot write the leader epoch checkpoint: %s", part->dir, strerror(-rc));
@@ -76,10 +76,10 @@ static int retain_count(struct part *part, int64_t now_ms)
 	const struct part_cfg *cfg = &part->cfg;
 	int n_time = 0, n_bytes = 0, n_start = 0, last = part->nsegs - 1;
 
-	if (cfg->retention_ms >= 0)
+	if (cfg->retention_ms >= 0 && cfg->retention_delete)
 		while (n_time < last && now_ms - seg_largest_ts(part->segs[n_time]) > cfg->retention_ms)
 			n_time++;
-	if (cfg->retention_bytes >= 0) {
+	if (cfg->retention_bytes >= 0 && cfg->retention_delete) {
 		int64_t excess = part_size_bytes(part) - cfg->retention_bytes;
 
 		while (n_bytes < last && excess - part->segs[n_bytes]->size >= 0)
@@ -106,12 +106,12 @@ int part_delete_records(struct part *part, int64_t offset)
 	char text[64];
 	int rc, n = 0;
 
-	if (offset < 0 || offset > part->hw)
+	if (offset < 0 || offset > part_high_watermark(part))
 		return -ERANGE;
 	if (offset <= part->log_start_offset)
 		return 0;
 	snprintf(text, sizeof(text), "0\n%" PRId64 "\n", offset);
-	rc = checkpoint_write(part->dir_fd, part->dir, LOG_START_FILE, text);
+	rc = checkpoint_write(part->dir_fd, LOG_START_FILE, text);
 	if (rc)
 		return rc;
 	part_advance_log_start(part, offset);

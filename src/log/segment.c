@@ -118,6 +118,8 @@ void seg_index_batch(struct seg *seg, const struct batch_hdr *h, int64_t pos, in
 		seg->max_ts = h->max_timestamp;
 		seg->max_ts_offset = last;
 	}
+	if (h->max_timestamp < 0 && h->record_count > 0 && !records_is_control(h))
+		seg->ts_unknown = true;
 	if (seg->bytes_since_index > index_interval_bytes) {
 		rc = offidx_append(&seg->oi, (int32_t)(last - seg->base_offset), (int32_t)pos);
 		if (!rc && seg->max_ts >= 0)

@@ -36,6 +36,8 @@ struct seg {
 	int64_t roll_ts;           /* broker time of the first append (segment.ms), -1 while empty */
 	int64_t max_ts;            /* largest batch maxTimestamp, -1 if none */
 	int64_t max_ts_offset;     /* last offset of the batch holding max_ts, -1 if none */
+	bool ts_unknown;           /* may hold batches with maxTimestamp -1 (stored before Produce set it):
+				      time lookups read this segment from its start, inside such batches */
 	int64_t bytes_since_index; /* appended since the last offset-index entry */
 	struct fdref *log;         /* the .log file */
 	struct offidx oi;

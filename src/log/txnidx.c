@@ -4,8 +4,8 @@
  *
  * Why a full rebuild after a crash rather than Kafka's "recover the
  * segments past the recovery point": an entry needs the first offset of
- * its transaction, which may lie anywhere before the marker, and the
- * index files are not synced with the log.  The rebuild reads only batch
+ * its transaction, which may lie anywhere before the marker, and entries
+ * past the recovery point may be missing.  The rebuild reads only batch
  * headers (and the few bytes of control batches), so it costs one pass
  * over the headers of the partition.
  */
@@ -24,6 +24,8 @@
 #include "util/log.h"
 
 #define TXNIDX_CONTROL_BYTES_MAX 4096 /* a marker batch is ~80 bytes */
+
+static int64_t txnidx_lso_without(struct part *part, int64_t producer_id);
 
 void txnidx_init(struct txnidx *ti)
 {
@@ -87,7 +89,12 @@ static void txnidx_path(const struct part *part, int64_t base, char *buf, size_t
 	(void)part;
 }
 
-/* Appends entries to the .txnindex of the segment with base offset base. */
+/*
+ * Appends entries to the .txnindex of the segment with base offset base.
+ * A rebuild (trunc) syncs the file at once: it happens at start-up, before
+ * the recovery point is moved to the LEO.  An appended entry is synced by
+ * the next part_sync (txn_dirty).
+ */
 static void txnidx_write(struct part *part, int64_t base, const struct txnidx_entry *v, int n, bool trunc)
 {
 	char name[64];
@@ -107,7 +114,24 @@ static void txnidx_write(struct part *part, int64_t base, const struct txnidx_en
 			break;
 		}
 	}
+	if (trunc && fdatasync(fd) < 0)
+		log_warn("log: '%s/%s': sync failed: %s", part->dir, name, strerror(errno));
 	close(fd);
+}
+
+int txnidx_sync_file(int dir_fd, int64_t base)
+{
+	char name[64];
+	int fd, rc = 0;
+
+	snprintf(name, sizeof(name), "%020" PRId64 TXNIDX_EXT, base);
+	fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fdatasync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 /* Reads <base>.txnindex (absent: nothing).  Entries past the LEO are dropped. */
@@ -209,8 +233,13 @@ static int txnidx_scan_batch(struct part *part, struct seg *seg, int64_t pos, co
 		commit = true; /* unreadable marker: treat as commit (logged by recovery) */
 	if (!commit) {
 		struct txnidx_entry e = { h->producer_id, o ? o->first_offset : h->base_offset, h->base_offset,
-					  o ? o->first_offset : h->base_offset };
-		int rc = txnidx_push(&part->txnidx, &e);
+					  h->base_offset + 1 };
+		int rc;
+
+		for (int i = 0; i < sc->n; i++)
+			if (&sc->v[i] != o && sc->v[i].first_offset < e.last_stable_offset)
+				e.last_stable_offset = sc->v[i].first_offset;
+		rc = txnidx_push(&part->txnidx, &e);
 
 		if (rc)
 			return rc;
@@ -249,6 +278,33 @@ static int txnidx_rebuild(struct part *part)
 	return rc;
 }
 
+/*
+ * Makes every entry's lastStableOffset a valid stop bound for
+ * txnidx_collect: no later entry, and no transaction still open, starts
+ * below it.  Kafka's value (what we write) already is one; files written
+ * by older versions may not be, so the bound is recomputed in memory:
+ * min(stored, lastOffset + 1, firstOffset of every later entry, of every
+ * open transaction that started before the marker).
+ */
+static void txnidx_fix_bounds(struct part *part)
+{
+	struct txnidx *ti = &part->txnidx;
+	int64_t later = INT64_MAX, open = txnidx_last_stable_offset(part);
+
+	for (int i = ti->n - 1; i >= 0; i--) {
+		struct txnidx_entry *e = &ti->v[i];
+
+		if (e->last_offset + 1 < e->last_stable_offset)
+			e->last_stable_offset = e->last_offset + 1;
+		if (later < e->last_stable_offset)
+			e->last_stable_offset = later;
+		if (open <= e->last_offset && open < e->last_stable_offset)
+			e->last_stable_offset = open;
+		if (e->first_offset < later)
+			later = e->first_offset;
+	}
+}
+
 int txnidx_load(struct part *part, bool clean)
 {
 	int rc = 0;
@@ -259,10 +315,10 @@ int txnidx_load(struct part *part, bool clean)
 		if (part->txnidx.n)
 			log_info("log: '%s': rebuilt %d aborted transaction(s) from the log", part->dir,
 				 part->txnidx.n);
-		return rc;
 	}
-	for (int i = 0; !rc && i < part->nsegs; i++)
+	for (int i = 0; clean && !rc && i < part->nsegs; i++)
 		rc = txnidx_read_file(part, part->segs[i]->base_offset);
+	txnidx_fix_bounds(part);
 	return rc;
 }
 
@@ -283,12 +339,15 @@ void txnidx_on_batch(struct part *part, const uint8_t *p, const struct batch_hdr
 	if (!pe || pe->txn_first_offset < 0)
 		return; /* nothing open: an empty abort leaves nothing to skip */
 	e = (struct txnidx_entry){ h->producer_id, pe->txn_first_offset, h->base_offset,
-				   txnidx_last_stable_offset(part) };
+				   txnidx_lso_without(part, h->producer_id) };
 	if (txnidx_push(&part->txnidx, &e)) {
 		log_error("log: '%s': out of memory indexing an aborted transaction", part->dir);
 		return;
 	}
 	txnidx_write(part, part_active(part)->base_offset, &e, 1, false);
+	pthread_mutex_lock(&part->mu);
+	part->txn_dirty = true; /* before the LEO passes the marker (part_append) */
+	pthread_mutex_unlock(&part->mu);
 }
 
 void txnidx_truncate_head(struct part *part)
@@ -307,18 +366,25 @@ void txnidx_truncate_head(struct part *part)
 
 /* ---- reads ---- */
 
-int64_t txnidx_last_stable_offset(struct part *part)
+/* min(HW, first offset of every open transaction but producer_id's); producer_id -1: all of them. */
+static int64_t txnidx_lso_without(struct part *part, int64_t producer_id)
 {
 	const struct pstate *ps = &part->pstate;
-	int64_t lso = part->hw;
+	int64_t lso = part_high_watermark(part);
 
 	for (uint32_t i = 0; i < ps->cap; i++) {
 		const struct pstate_entry *e = &ps->slots[i];
 
-		if (e->producer_id >= 0 && e->txn_first_offset >= 0 && e->txn_first_offset < lso)
+		if (e->producer_id >= 0 && e->producer_id != producer_id && e->txn_first_offset >= 0 &&
+		    e->txn_first_offset < lso)
 			lso = e->txn_first_offset;
 	}
 	return lso;
+}
+
+int64_t txnidx_last_stable_offset(struct part *part)
+{
+	return txnidx_lso_without(part, -1);
 }
 
 int txnidx_collect(struct part *part, int64_t from, int64_t upper, struct txnidx_entry *out, int max)
@@ -335,11 +401,13 @@ int txnidx_collect(struct part *part, int64_t from, int64_t upper, struct txnidx
 			hi = mid;
 	}
 	for (int i = lo; i < ti->n; i++) {
-		if (ti->v[i].first_offset >= upper)
-			continue;
-		if (found < max)
-			out[found] = ti->v[i];
-		found++;
+		if (ti->v[i].first_offset < upper) {
+			if (found < max)
+				out[found] = ti->v[i];
+			found++;
+		}
+		if (ti->v[i].last_stable_offset >= upper)
+			break; /* no later entry starts below upper (txnidx_fix_bounds) */
 	}
 	return found;
 }

@@ -23,16 +23,23 @@
  *       2   8 producerId         i64
  *      10   8 firstOffset        i64  first offset of the aborted transaction
  *      18   8 lastOffset         i64  offset of its ABORT marker
- *      26   8 lastStableOffset   i64  LSO when the marker was written
+ *      26   8 lastStableOffset   i64  LSO when the marker was written, not
+ *                                         counting the aborted transaction itself
+ *                                         (as Kafka): no transaction aborted
+ *                                         later starts below it
  *
- * Files are written with one pwrite per entry (not fsynced).  On open
- * after a clean shutdown the files are loaded and trusted; after a crash
- * the whole index is rebuilt from the batch headers of the log (control
- * batch bodies are read for their marker type) and the files rewritten,
- * so an index never disagrees with the log that survived.  The in-memory
+ * Files are written with one write per entry, before the LEO passes the
+ * marker, and synced by the same part_sync round that syncs the marker
+ * (so the files are complete up to the recovery point).  On open with
+ * everything below the recovery point (a clean shutdown, or a crash after
+ * a sync covered the whole log) the files are loaded and trusted;
+ * otherwise the whole index is rebuilt from the batch headers of the log
+ * (control batch bodies are read for their marker type) and the files
+ * rewritten and synced, so an index never disagrees with the log that
+ * survived.  The in-memory
  * copy is sorted by lastOffset (markers are appended in offset order).
  *
- * Threading: the event-loop thread only.
+ * Threading: the event-loop thread only, except txnidx_sync_file().
  */
 #ifndef GREGOR_LOG_TXNIDX_H
 #define GREGOR_LOG_TXNIDX_H
@@ -75,6 +82,9 @@ void txnidx_on_batch(struct part *part, const uint8_t *p, const struct batch_hdr
 /* Retention moved the log start: drops entries wholly below it and files of deleted segments. */
 void txnidx_truncate_head(struct part *part);
 
+/* fdatasyncs <base>.txnindex in the partition directory dir_fd (absent: 0); any thread. */
+int txnidx_sync_file(int dir_fd, int64_t base);
+
 /* LSO = min(HW, first offset of the oldest open transaction). */
 int64_t txnidx_last_stable_offset(struct part *part);
 
@@ -82,6 +92,9 @@ int64_t txnidx_last_stable_offset(struct part *part);
  * The aborted transactions overlapping [from, upper): lastOffset >= from
  * and firstOffset < upper (Kafka's TransactionIndex.collectAbortedTxns).
  * Writes at most max entries to out; returns how many matched in total.
+ * Cost: a binary search for the first lastOffset >= from, then a walk that
+ * stops at the first entry whose lastStableOffset >= upper (no later
+ * entry can start below upper), so it never scans the whole index.
  */
 int txnidx_collect(struct part *part, int64_t from, int64_t upper, struct txnidx_entry *out, int max);
 

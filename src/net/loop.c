@@ -237,9 +237,11 @@ int loop_run(struct loop *loop)
 	struct epoll_event evs[LOOP_EVENTS_MAX];
 
 	while (!loop->stop) {
-		int timeout = loop_run_timers(loop);
-		int n = epoll_wait(loop->epfd, evs, LOOP_EVENTS_MAX, timeout < 0 ? 0 : timeout);
+		int timeout = loop_run_timers(loop), n;
 
+		if (loop->idle_fn) /* after the events of the last pass and the timers just run */
+			loop->idle_fn(loop->idle_arg);
+		n = epoll_wait(loop->epfd, evs, LOOP_EVENTS_MAX, timeout < 0 ? 0 : timeout);
 		if (n < 0 && errno != EINTR)
 			return -errno;
 		for (int i = 0; i < n; i++) {
@@ -247,8 +249,6 @@ int loop_run(struct loop *loop)
 
 			io->fn(io, evs[i].events);
 		}
-		if (loop->idle_fn)
-			loop->idle_fn(loop->idle_arg);
 	}
 	return 0;
 }

@@ -49,7 +49,7 @@ static inline bool loop_timer_armed(const struct loop_timer *t)
 /* fn(arg) runs in the loop thread after any loop_wake() call. */
 void loop_on_wake(struct loop *loop, loop_wake_fn *fn, void *arg);
 void loop_wake(struct loop *loop); /* thread-safe */
-/* fn(arg) runs at the end of each loop iteration (after all events). */
+/* fn(arg) runs before the loop waits again: after the events of a pass and the timers due. */
 void loop_on_idle(struct loop *loop, loop_wake_fn *fn, void *arg);
 
 /* Runs until loop_stop(); returns 0 or -errno. */

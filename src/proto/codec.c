@@ -174,6 +174,8 @@ static int snappy_block(const uint8_t *in, size_t len, struct sink *s)
 		return -EBADMSG;
 	if (n > s->max_out - have)
 		return -EFBIG;
+	if (n == 0) /* nothing to write, and no zero-length reserve on an empty writer */
+		return snappy_validate_compressed_buffer((const char *)in, len) == SNAPPY_OK ? 0 : -EBADMSG;
 	p = wr_reserve(s->w, n);
 	if (!p)
 		return -ENOMEM;

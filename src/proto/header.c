@@ -77,3 +77,11 @@ size_t header_write_request(struct wr *w, int16_t api_key, int16_t api_version, 
 		wr_uvarint(w, 0);
 	return at;
 }
+
+int header_read_response(struct rd *r, int16_t api_key, int16_t api_version, int32_t *correlation_id)
+{
+	*correlation_id = rd_i32(r);
+	if (api_key != API_ApiVersions && proto_is_flexible(api_key, api_version))
+		header_skip_tags(r);
+	return r->err ? -EBADMSG : 0;
+}

@@ -57,4 +57,12 @@ size_t header_write_response(struct wr *w, int16_t api_key, int16_t api_version,
 size_t header_write_request(struct wr *w, int16_t api_key, int16_t api_version, int32_t correlation_id,
 			    struct kstr client_id);
 
+/*
+ * Reads a response header (for test clients and tools) from r, positioned
+ * after the 4-byte size: correlation_id (OUT *correlation_id) and, for
+ * flexible versions other than ApiVersions, the tagged-field section
+ * (skipped).  Leaves r at the body.  Returns 0 or -EBADMSG.
+ */
+int header_read_response(struct rd *r, int16_t api_key, int16_t api_version, int32_t *correlation_id);
+
 #endif

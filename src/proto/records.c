@@ -320,28 +320,32 @@ static int records_scan_time(const struct batch_hdr *h, const uint8_t *p, size_t
 int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, int64_t *offset_out, int64_t *ts_out)
 {
 	int codec = h->attributes & RECORDS_ATTR_CODEC_MASK;
+	bool lat = h->attributes & RECORDS_ATTR_LOG_APPEND_TIME;
+	bool unknown = h->max_timestamp < 0 && !lat; /* no max timestamp: only the records can tell */
 	const uint8_t *body = p + RECORDS_HDR_SIZE;
 	size_t body_len = (size_t)(h->size - RECORDS_HDR_SIZE);
 	struct wr plain;
 	int rc;
 
-	if (h->max_timestamp < ts)
+	if (h->max_timestamp < ts && !unknown)
 		return 0;
 	*offset_out = h->base_offset;
 	*ts_out = h->max_timestamp;
-	if (h->attributes & RECORDS_ATTR_LOG_APPEND_TIME)
+	if (lat)
 		return 1; /* one time for the whole batch */
 	wr_init(&plain);
 	if (codec) {
 		if (codec_decompress(codec, body, body_len, &plain, RECORDS_INFLATE_MAX) < 0) {
 			wr_release(&plain);
-			return 1;
+			return unknown ? 0 : 1;
 		}
-		body = plain.buf;
+		body = plain.len ? plain.buf : body; /* an empty result may have no buffer */
 		body_len = plain.len;
 	}
 	rc = records_scan_time(h, body, body_len, ts, offset_out, ts_out);
 	wr_release(&plain);
+	if (unknown)
+		return rc;
 	return rc == 0 ? 1 : rc; /* max_timestamp >= ts, so a record qualifies */
 }
 

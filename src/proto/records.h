@@ -187,7 +187,8 @@ bool records_has_codec(const uint8_t *p, size_t len, int codec);
  * record whose timestamp >= ts.  Records are read one by one, a compressed
  * batch after decompressing it (proto/codec.h); a LogAppendTime batch, or
  * one that does not decompress, answers with its base offset and max
- * timestamp.  Returns 1 found, 0 none, -EBADMSG.
+ * timestamp.  A batch with maxTimestamp -1 (stored before Produce set it)
+ * is searched record by record.  Returns 1 found, 0 none, -EBADMSG.
  */
 int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, int64_t *offset_out, int64_t *ts_out);
 

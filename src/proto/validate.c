@@ -142,7 +142,7 @@ static int16_t body_check(const uint8_t *p, const struct batch_hdr *h, struct vc
 		vc->res->why = "the batch does not decompress";
 		kerr = KERR_CORRUPT_MESSAGE;
 	} else {
-		kerr = records_check(h, plain.buf, plain.len, vc, max_ts);
+		kerr = records_check(h, plain.len ? plain.buf : body, plain.len, vc, max_ts); /* empty: no buffer */
 	}
 	wr_release(&plain);
 	return kerr;

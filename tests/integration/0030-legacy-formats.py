@@ -44,7 +44,7 @@ class Conn:
         return resp
 
 
-def produce(c, version, topic, partition, records, acks=1):
+def produce(c, version, topic, partition, records, acks=-1):
     """Produce v0-v8 -> (error_code, base_offset)."""
     body = (string(None) if version >= 3 else b"") + i16(acks) + i32(10000) + \
         array([topic], lambda t: string(t) + array([partition], lambda p: i32(p) + nbytes(records)))

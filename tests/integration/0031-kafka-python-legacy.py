@@ -21,7 +21,7 @@ TS = 1700000000000
 def roundtrip(b, version, codec):
     topic = "kp-%d%d-%s" % (version + (codec or "none",))
     p = KafkaProducer(bootstrap_servers=b.bootstrap, api_version=version, compression_type=codec, linger_ms=20,
-                      acks=1, retries=0)
+                      acks="all", retries=0)
     futures = [p.send(topic, key=b"key-%d" % i, value=b"value-%06d" % i, partition=i % 2, timestamp_ms=TS + i)
                for i in range(N)]
     p.flush(30)

@@ -10,8 +10,8 @@ record length that lies, a null header key, a body that does not
 decompress, a decompression bomb, a keyless record on a compacted topic,
 a batch over max.message.bytes.  Timestamps: message.timestamp.after.max.ms
 (default one hour), message.timestamp.before.max.ms, the deprecated
-message.timestamp.difference.max.ms standing in for both, LogAppendTime
-topics exempt, and a real client (confluent-kafka) getting INVALID_TIMESTAMP
+message.timestamp.difference.max.ms standing in for both, the broker's
+log.message.timestamp.* defaults, LogAppendTime topics exempt, and a real client (confluent-kafka) getting INVALID_TIMESTAMP
 for a record two hours ahead.
 """
 import gzip
@@ -166,6 +166,17 @@ def test():
         timestamps(b, now)
         real_client(b)
         check(b.alive(), "broker still running")
+    # broker-wide defaults reach topics that do not set their own
+    with Broker(overrides={"log.message.timestamp.before.max.ms": str(HOUR),
+                           "log.message.timestamp.after.max.ms": "60000"}) as b:
+        now = int(time.time() * 1000)
+        t = "v-ts-broker"
+        create(b, t)
+        refused(b, t, batch([Rec(b"k", b"a", ts_delta=-2 * HOUR)], base_ts=now), INVALID_TIMESTAMP, [0],
+                what="2 h old under log.message.timestamp.before.max.ms=1h")
+        refused(b, t, batch([Rec(b"k", b"a", ts_delta=2 * 60 * 1000)], base_ts=now), INVALID_TIMESTAMP, [0],
+                what="2 min ahead under log.message.timestamp.after.max.ms=60s")
+        accepted(b, t, batch([Rec(b"k", b"a", ts_delta=-30 * 60 * 1000)], base_ts=now), what="30 min old")
 
 
 main(test)

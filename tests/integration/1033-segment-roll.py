@@ -68,18 +68,18 @@ def offset_span(b):
 
 def append_time_rolls(b):
     t = "roll-ms"
-    create(b, t, {"segment.ms": "1500"})
+    create(b, t, {"segment.ms": "4000"})
     old = int(time.time() * 1000) - 30 * DAY
     eq(send(b, t, old)[0], 0, "first batch")
     eq(send(b, t, old + 20 * DAY)[0], 0, "second batch, 20 days later by its timestamps")
     eq(len(segments(b, t)), 1, "no roll within segment.ms of broker time")
-    time.sleep(2.0)
+    time.sleep(4.5)
     eq(send(b, t, old)[0], 0, "batch after segment.ms of broker time")
     eq(len(segments(b, t)), 2, "rolled once segment.ms of broker time passed")
     b.restart()
     eq(send(b, t, old)[0], 0, "batch after a restart")
     eq(len(segments(b, t)), 2, "no roll right after a restart")
-    time.sleep(2.0)
+    time.sleep(4.5)
     eq(send(b, t, old)[0], 0, "batch segment.ms after the restart")
     eq(len(segments(b, t)), 3, "rolled segment.ms after the restart")
 

@@ -112,10 +112,11 @@ class Broker:
     port:       fixed port (default: a free one)
     data_dir:   existing data dir to reuse (default: <tmp>/data, fresh)
     start:      start the process in __enter__ (default True)
+    env:        extra environment variables for the broker process
     """
 
     def __init__(self, props=None, overrides=None, port=None, data_dir=None,
-                 name=None, start=True, start_timeout_s=START_TIMEOUT_S):
+                 name=None, start=True, start_timeout_s=START_TIMEOUT_S, env=None):
         self.name = name or os.path.splitext(os.path.basename(sys.argv[0] or "test"))[0]
         self.tmp = tempfile.mkdtemp(prefix="gregor-itest-%s-" % self.name)
         self.port = port or free_port()
@@ -125,6 +126,7 @@ class Broker:
         os.makedirs(self.data_dir, exist_ok=True)
         self.props = dict(props or {})
         self.overrides = dict(overrides or {})
+        self.env = dict(env or {})
         self.log_path = os.path.join(self.tmp, "broker.log")
         self.props_path = os.path.join(self.tmp, "server.properties")
         self.start_timeout_s = start_timeout_s
@@ -176,6 +178,7 @@ class Broker:
             log.flush()
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=log, cwd=self.tmp,
+                                         env=dict(os.environ, **self.env) if self.env else None,
                                          preexec_fn=_set_pdeathsig)
         if self not in _live_brokers:
             _live_brokers.append(self)

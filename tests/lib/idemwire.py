@@ -2,8 +2,9 @@
 
 Builds record batches v2 with a producer id, epoch and base sequence (CRC-32C
 from kwire.py: the Python stdlib has none) and speaks just enough of
-InitProducerId (v0-v4, flexible from v2), Produce v3, ListOffsets v1 and
-DeleteRecords v0 to check every answer of the broker's producer-state check.
+InitProducerId (v0-v4, flexible from v2), Produce v3, ListOffsets v1,
+DeleteRecords v0 and DescribeTransactions v0 to check every answer of the
+broker's producer-state check and the transaction coordinator's states.
 """
 
 import struct
@@ -32,6 +33,21 @@ def uvarint(v):
         v >>= 7
     out.append(v)
     return bytes(out)
+
+
+def read_uvarint(r):
+    v = shift = 0
+    while True:
+        b = r.take(1)[0]
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return v
+
+
+def read_compact_string(r):
+    n = read_uvarint(r) - 1
+    return None if n < 0 else r.take(n).decode()
 
 
 def compact_nstring(s):
@@ -81,10 +97,24 @@ class Client:
             raise AssertionError("InitProducerId v%d error %d, want %d" % (version, err, want_err))
         return out
 
-    def produce(self, topic, partition, records, acks=-1):
+    def produce(self, topic, partition, records, acks=-1, txn_id=None):
         """Produce v3 of one partition -> (error_code, base_offset)."""
-        r = self.call(0, 3, kw.produce_v3_body(topic, partition, records, acks=acks))
+        r = self.call(0, 3, kw.produce_v3_body(topic, partition, records, acks=acks, txn_id=txn_id))
         return kw.parse_produce_v3(r.d)[(topic, partition)]
+
+    def send_produce(self, topic, partition, records, acks=-1, timeout_ms=10000):
+        """Sends Produce v3 without waiting; returns the correlation id for recv_produce."""
+        _corr[0] += 1
+        body = kw.produce_v3_body(topic, partition, records, acks=acks, timeout_ms=timeout_ms)
+        self.sock.sendall(kw.request(0, 3, _corr[0], body, client_id="idem-itest"))
+        return _corr[0]
+
+    def recv_produce(self, corr, topic, partition):
+        """The answer to send_produce (answers come in request order) -> (error_code, base_offset)."""
+        got, resp = kw.recv_response(self.sock)
+        if got != corr:
+            raise AssertionError("correlation id %d, want %d" % (got, corr))
+        return kw.parse_produce_v3(resp)[(topic, partition)]
 
     def list_offset(self, topic, partition, ts=-1):
         """ListOffsets v1 -> offset (latest by default); checks error 0."""
@@ -97,6 +127,16 @@ class Client:
         if err:
             raise AssertionError("ListOffsets error %d" % err)
         return off
+
+    def describe_txn(self, txn_id):
+        """DescribeTransactions v0 of one id -> (error_code, state name)."""
+        r = self.call(65, 0, uvarint(2) + compact_nstring(txn_id) + uvarint(0), flexible=True)
+        r.i32()
+        if read_uvarint(r) != 2:
+            raise AssertionError("DescribeTransactions: not one transaction state")
+        err = r.i16()
+        read_compact_string(r)
+        return err, read_compact_string(r)
 
     def delete_records(self, topic, partition, offset):
         """DeleteRecords v0 -> (error_code, low_watermark)."""

@@ -207,8 +207,8 @@ def parse_metadata_v1(body):
     return {"brokers": brokers, "controller_id": controller, "topics": topics, "left": r.left()}
 
 
-def produce_v3_body(topic, partition, records, acks=1, timeout_ms=10000):
-    return (string(None) + i16(acks) + i32(timeout_ms) +
+def produce_v3_body(topic, partition, records, acks=1, timeout_ms=10000, txn_id=None):
+    return (string(txn_id) + i16(acks) + i32(timeout_ms) +
             array([topic], lambda t: string(t) + array([partition], lambda p: i32(p) + nbytes(records))))
 
 

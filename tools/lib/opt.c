@@ -24,8 +24,10 @@ struct opt_val {
 
 struct opts {
 	const struct opt_cmd *cmd;
-	int n;             /* entries in cmd->defs */
-	struct opt_val *v; /* n entries, parallel to cmd->defs */
+	const struct opt_subcmd *subcmds; /* NULL: no command word accepted */
+	const char *subcmd;               /* the command word given, or NULL */
+	int n;                            /* entries in cmd->defs */
+	struct opt_val *v;                /* n entries, parallel to cmd->defs */
 };
 
 static const char *prog_name = "gregor";
@@ -87,14 +89,20 @@ static void print_wrapped(FILE *fp, const char *text, int col)
 	fputc('\n', fp);
 }
 
-static void print_usage(const struct opt_cmd *cmd, FILE *fp)
+static void print_usage(const struct opts *o, FILE *fp)
 {
+	const struct opt_cmd *cmd = o->cmd;
 	static const struct opt_def builtin[] = {
 		{ "help", false, false, NULL, "Print usage information." },
 		{ "version", false, false, NULL, "Display Gregor and librdkafka versions." },
 	};
 
-	fprintf(fp, "Usage: %s [OPTIONS]\n%s\n", cmd->prog, cmd->summary);
+	fprintf(fp, "Usage: %s [OPTIONS]%s\n%s\n", cmd->prog, o->subcmds ? " COMMAND [OPTIONS]" : "", cmd->summary);
+	if (o->subcmds)
+		fprintf(fp, "%-*s%s\n%-*s%s\n", USAGE_COL, "Command", "Description", USAGE_COL, "-------",
+			"-----------");
+	for (int i = 0; o->subcmds && o->subcmds[i].name; i++)
+		print_wrapped(fp, o->subcmds[i].help, fprintf(fp, "%s", o->subcmds[i].name));
 	fprintf(fp, "%-*s%s\n%-*s%s\n", USAGE_COL, "Option", "Description", USAGE_COL, "------", "-----------");
 	for (int i = 0; cmd->defs[i].name; i++) {
 		const struct opt_def *d = &cmd->defs[i];
@@ -110,21 +118,21 @@ static void print_usage(const struct opt_cmd *cmd, FILE *fp)
 }
 
 static void __attribute__((noreturn, format(printf, 2, 0)))
-usage_fail(const struct opt_cmd *cmd, const char *fmt, va_list ap)
+usage_fail(const struct opts *o, const char *fmt, va_list ap)
 {
-	fprintf(stderr, "%s: ", cmd->prog);
+	fprintf(stderr, "%s: ", o->cmd->prog);
 	vfprintf(stderr, fmt, ap);
 	fputs("\n", stderr);
-	print_usage(cmd, stderr);
+	print_usage(o, stderr);
 	exit(2);
 }
 
-static void __attribute__((noreturn, format(printf, 2, 3))) cmd_fail(const struct opt_cmd *cmd, const char *fmt, ...)
+static void __attribute__((noreturn, format(printf, 2, 3))) cmd_fail(const struct opts *o, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	usage_fail(cmd, fmt, ap);
+	usage_fail(o, fmt, ap);
 }
 
 void opt_usage_error(const struct opts *o, const char *fmt, ...)
@@ -132,7 +140,7 @@ void opt_usage_error(const struct opts *o, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	usage_fail(o->cmd, fmt, ap);
+	usage_fail(o, fmt, ap);
 }
 
 static void add_value(struct opts *o, int i, const char *val)
@@ -140,7 +148,7 @@ static void add_value(struct opts *o, int i, const char *val)
 	struct opt_val *v = &o->v[i];
 
 	if (v->count > 0 && !o->cmd->defs[i].repeatable)
-		cmd_fail(o->cmd, "Option \"--%s\" given more than once", o->cmd->defs[i].name);
+		cmd_fail(o, "Option \"--%s\" given more than once", o->cmd->defs[i].name);
 	if (val) {
 		if (v->count == v->cap) {
 			v->cap = v->cap ? v->cap * 2 : 4;
@@ -164,10 +172,18 @@ static void parse_one(struct opts *o, int argc, char **argv, int *ip)
 	size_t len = eq ? (size_t)(eq - name) : strlen(name);
 	int i;
 
+	if (strncmp(arg, "--", 2) != 0 && o->subcmds && !o->subcmd) {
+		for (int k = 0; o->subcmds[k].name; k++)
+			if (!strcmp(arg, o->subcmds[k].name))
+				o->subcmd = o->subcmds[k].name;
+		if (!o->subcmd)
+			cmd_fail(o, "invalid command \"%s\"", arg);
+		return;
+	}
 	if (strncmp(arg, "--", 2) != 0 || len == 0)
-		cmd_fail(o->cmd, "Unexpected argument \"%s\"", arg);
+		cmd_fail(o, "Unexpected argument \"%s\"", arg);
 	if (!eq && !strcmp(name, "help")) {
-		print_usage(o->cmd, stdout);
+		print_usage(o, stdout);
 		exit(0);
 	}
 	if (!eq && !strcmp(name, "version")) {
@@ -176,10 +192,10 @@ static void parse_one(struct opts *o, int argc, char **argv, int *ip)
 	}
 	i = def_index(o->cmd, name, len);
 	if (i < 0)
-		cmd_fail(o->cmd, "%.*s is not a recognized option", (int)len + 2, arg);
+		cmd_fail(o, "%.*s is not a recognized option", (int)len + 2, arg);
 	if (!o->cmd->defs[i].has_arg) {
 		if (eq)
-			cmd_fail(o->cmd, "Option \"--%s\" does not take an argument", o->cmd->defs[i].name);
+			cmd_fail(o, "Option \"--%s\" does not take an argument", o->cmd->defs[i].name);
 		add_value(o, i, NULL);
 		return;
 	}
@@ -188,12 +204,17 @@ static void parse_one(struct opts *o, int argc, char **argv, int *ip)
 		return;
 	}
 	if (*ip + 1 >= argc)
-		cmd_fail(o->cmd, "Option \"--%s\" requires an argument", o->cmd->defs[i].name);
+		cmd_fail(o, "Option \"--%s\" requires an argument", o->cmd->defs[i].name);
 	*ip += 1;
 	add_value(o, i, argv[*ip]);
 }
 
 struct opts *opts_parse(const struct opt_cmd *cmd, int argc, char **argv)
+{
+	return opts_parse_subcmd(cmd, NULL, argc, argv);
+}
+
+struct opts *opts_parse_subcmd(const struct opt_cmd *cmd, const struct opt_subcmd *subcmds, int argc, char **argv)
 {
 	struct opts *o = calloc(1, sizeof(*o));
 
@@ -201,6 +222,7 @@ struct opts *opts_parse(const struct opt_cmd *cmd, int argc, char **argv)
 	if (!o)
 		goto out_oom;
 	o->cmd = cmd;
+	o->subcmds = subcmds;
 	while (cmd->defs[o->n].name)
 		o->n++;
 	o->v = calloc((size_t)o->n + 1, sizeof(*o->v));
@@ -267,6 +289,11 @@ int64_t opt_int(const struct opts *o, const char *name, int64_t dflt, int64_t mi
 		opt_usage_error(o, "Option \"--%s\": \"%s\" is not a number in [%lld, %lld]", name, s, (long long)min,
 				(long long)max);
 	return v;
+}
+
+const char *opt_subcmd(const struct opts *o)
+{
+	return o->subcmd;
 }
 
 void opt_require(const struct opts *o, const char *name)

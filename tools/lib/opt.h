@@ -51,6 +51,12 @@ struct opt_cmd {
 	const struct opt_def *defs; /* ended by an entry with name == NULL */
 };
 
+/* A command word, git style: `gregor-transactions --bootstrap-server h:p list`. */
+struct opt_subcmd {
+	const char *name; /* NULL ends the table */
+	const char *help; /* shown in the usage */
+};
+
 struct opts; /* parse result; opaque */
 
 /* Parses argv[1..argc-1] against cmd. `--help` prints usage to stdout and
@@ -60,6 +66,12 @@ struct opts; /* parse result; opaque */
  * heap object the caller frees with opts_free(). cmd must outlive it. */
 struct opts *opts_parse(const struct opt_cmd *cmd, int argc, char **argv);
 void opts_free(struct opts *o);
+/* Same, for a tool that takes one command word from subcmds, anywhere
+ * among the options (opt_subcmd() says which, NULL if none was given); a
+ * word not in the table, or a second one, is a usage error. */
+struct opts *opts_parse_subcmd(const struct opt_cmd *cmd, const struct opt_subcmd *subcmds, int argc, char **argv);
+/* The command word given (its entry's name), or NULL. */
+const char *opt_subcmd(const struct opts *o);
 
 /* True if the option was given at least once. */
 bool opt_has(const struct opts *o, const char *name);

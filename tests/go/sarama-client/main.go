@@ -94,6 +94,7 @@ func config() *sarama.Config {
 	c.ClientID = "gregor-itest-sarama"
 	c.Producer.Compression = codec
 	c.Producer.Return.Successes = true
+	c.Producer.RequiredAcks = sarama.WaitForAll // answered once synced: the high watermark covers it
 	c.Producer.Partitioner = sarama.NewManualPartitioner
 	c.Producer.Retry.Max = 0
 	c.Producer.Timeout = 10 * time.Second

@@ -162,7 +162,10 @@ static void test_append_read_roll(void **state)
 	for (int i = 0; i < 100; i++)
 		assert_int_equal(append1(part, 2, 100, 1000 + i), 2 * i);
 	assert_int_equal(part_log_end_offset(part), 200);
+	assert_int_equal(part_high_watermark(part), 0); /* hw_on_sync: nothing synced yet */
+	assert_int_equal(part_sync(part), 0);
 	assert_int_equal(part_high_watermark(part), 200);
+	assert_int_equal(part_recovery_point(part), 200);
 	assert_true(part_segment_count(part) > 5);
 	for (int64_t o = 0; o < 200; o++) {
 		assert_int_equal(part_read(part, o, 200, 1, true, &s), 0);
@@ -190,6 +193,33 @@ static void test_append_read_roll(void **state)
 	assert_true(file_size(fx->dir, 0, ".log") > 0);
 	assert_true(file_size(fx->dir, 0, ".index") > 0);
 	assert_true(file_size(fx->dir, 0, ".timeindex") > 0);
+	part_close(part);
+}
+
+/* segment.ms counts the broker's clock from the first append, not batch timestamps. */
+static void test_roll_clock(void **state)
+{
+	struct fx *fx = *state;
+	struct part_append_info info;
+	struct part *part;
+	int64_t now = 1800000000000LL;
+	struct wr w;
+
+	fx->cfg.segment_ms = 1000;
+	assert_int_equal(part_open(fx->dir, &fx->cfg, -1, 0, &part), 0);
+	for (int i = 0; i < 10; i++) {
+		mk_batch(&w, 1, 10, now - 100LL * 86400000 + i * 8LL * 86400000); /* 8 days apart */
+		assert_int_equal(part_append(part, w.buf, w.len, now + i, &info), 0);
+		wr_release(&w);
+	}
+	assert_int_equal(part_segment_count(part), 1);
+	mk_batch(&w, 1, 10, now);
+	assert_int_equal(part_append(part, w.buf, w.len, now + 1000, &info), 0); /* 1000 ms: not past */
+	assert_int_equal(part_segment_count(part), 1);
+	assert_int_equal(part_append(part, w.buf, w.len, now + 1001, &info), 0);
+	assert_int_equal(part_segment_count(part), 2);
+	assert_int_equal(info.base_offset, 11);
+	wr_release(&w);
 	part_close(part);
 }
 
@@ -445,6 +475,46 @@ static void test_offset_for_time(void **state)
 	part_close(part);
 }
 
+/*
+ * Batches stored with maxTimestamp -1 (Produce corrects it now; older data
+ * on disk may have it): time lookups read their records, live, after a
+ * clean reopen (offset index without time entries) and after a rebuild.
+ */
+static void test_offset_for_time_unknown_max(void **state)
+{
+	struct fx *fx = *state;
+	struct part_append_info info;
+	struct part *part;
+	int64_t off, ts;
+
+	fx->cfg.segment_bytes = 1000;
+	fx->cfg.index_interval_bytes = 100;
+	assert_int_equal(part_open(fx->dir, &fx->cfg, -1, 0, &part), 0);
+	for (int i = 1; i <= 40; i++) {
+		struct wr w;
+
+		mk_batch(&w, 2, 80, 1000 * i);
+		records_set_max_timestamp(w.buf, w.len, -1);
+		assert_int_equal(part_append(part, w.buf, w.len, 1000 * i, &info), 0);
+		wr_release(&w);
+	}
+	assert_true(part_segment_count(part) > 3);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 1; i <= 40; i++) {
+			assert_int_equal(part_offset_for_time(part, 1000 * i - 500, &off, &ts), 0);
+			assert_int_equal(off, 2 * (i - 1));
+			assert_int_equal(ts, 1000 * i);
+		}
+		assert_int_equal(part_offset_for_time(part, 40001, &off, &ts), 0);
+		assert_int_equal(off, -1);
+		assert_int_equal(ts, -1);
+		part_close(part);
+		/* round 0: a clean reopen; round 1: everything rescanned as after a crash */
+		assert_int_equal(part_open(fx->dir, &fx->cfg, round == 0 ? INT64_MAX : -1, 0, &part), 0);
+	}
+	part_close(part);
+}
+
 static void test_retention_bytes(void **state)
 {
 	struct fx *fx = *state;
@@ -534,6 +604,8 @@ static void test_delete_records(void **state)
 	assert_int_equal(part_open(fx->dir, &fx->cfg, -1, 0, &part), 0);
 	for (int i = 0; i < 30; i++)
 		append1(part, 1, 100, 1000);
+	assert_int_equal(part_delete_records(part, 17), -ERANGE); /* above the HW: nothing synced */
+	assert_int_equal(part_sync(part), 0);
 	int n = part_segment_count(part);
 	assert_int_equal(part_delete_records(part, 31), -ERANGE);
 	assert_int_equal(part_delete_records(part, 17), 0);
@@ -688,6 +760,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_append_read_roll, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_roll_clock, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_offset_for_time_unknown_max, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_read_limits, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_reopen, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_recover_garbage_tail, fx_setup, fx_teardown),

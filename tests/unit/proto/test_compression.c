@@ -73,6 +73,15 @@ static void test_roundtrip(void **state)
 	roundtrip(CODEC_ZSTD, 19, 70000);
 	assert_int_equal(codec_compress(CODEC_NONE, -1, (const uint8_t *)"x", 1, &(struct wr){ 0 }), -EINVAL);
 	assert_int_equal(codec_decompress(5, (const uint8_t *)"x", 1, &(struct wr){ 0 }, 10), -EINVAL);
+	/* a raw snappy block of nothing, into an empty writer (found by fuzz_records) */
+	{
+		struct wr d;
+
+		wr_init(&d);
+		assert_int_equal(codec_decompress(CODEC_SNAPPY, (const uint8_t *)"\0", 1, &d, 10), 0);
+		assert_int_equal(d.len, 0);
+		wr_release(&d);
+	}
 	assert_string_equal(codec_name(CODEC_ZSTD), "zstd");
 	assert_string_equal(codec_name(7), "?");
 }

@@ -1,0 +1,33 @@
+/*
+ * dirdel.h - removing directories off the caller's thread.
+ *
+ * Deleting a topic unlinks every segment of every partition, which can take
+ * long on a big log; the event loop must not wait for it.  The caller first
+ * renames each directory out of the way (durably: see util/durable.h), so
+ * that a crash at any point leaves nothing under its old name, then hands
+ * the new name here.  One background thread removes the queued directories
+ * (the regular files in them, then the directory itself) in order.
+ * Whatever is still queued at dirdel_stop() or lost in a crash is found
+ * again by the owner's start-up scan and queued anew.
+ */
+#ifndef GREGOR_UTIL_DIRDEL_H
+#define GREGOR_UTIL_DIRDEL_H
+
+struct dirdel;
+
+/* Starts the thread.  0 or -errno. */
+int dirdel_start(struct dirdel **out);
+/*
+ * Stops the thread after the directory being removed, if any, and frees d;
+ * directories still queued are left on disk.
+ */
+void dirdel_stop(struct dirdel *d);
+/* Queues path for removal (the path is copied).  0 or -ENOMEM. */
+int dirdel_add(struct dirdel *d, const char *path);
+/*
+ * Removes the regular files in path and then path itself, on the calling
+ * thread.  0 or the first -errno.
+ */
+int dirdel_remove(const char *path);
+
+#endif

@@ -1,0 +1,114 @@
+/* durable.c - crash-safe file replacement and directory entries (see durable.h). */
+#include "util/durable.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -ENOSPC;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int durable_replace(int dir_fd, const char *name, const void *data, size_t len)
+{
+	char tmp[NAME_MAX + 1];
+	int fd, rc;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	rc = write_all(fd, data, len);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && renameat(dir_fd, tmp, dir_fd, name) < 0)
+		rc = -errno;
+	if (rc)
+		unlinkat(dir_fd, tmp, 0);
+	else if (fsync(dir_fd) < 0)
+		rc = -errno;
+	return rc;
+}
+
+/* Splits path into its directory (OUT: dir, "." when none) and last name. */
+static const char *path_split(const char *path, char *dir, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n;
+
+	if (!slash) {
+		snprintf(dir, cap, ".");
+		return path;
+	}
+	n = slash == path ? 1 : (size_t)(slash - path);
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return slash + 1;
+}
+
+int durable_sync_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int durable_sync_parent(const char *path)
+{
+	char dir[PATH_MAX];
+
+	path_split(path, dir, sizeof(dir));
+	return durable_sync_dir(dir);
+}
+
+int durable_replace_path(const char *path, const void *data, size_t len)
+{
+	char dir[PATH_MAX];
+	const char *name = path_split(path, dir, sizeof(dir));
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = durable_replace(fd, name, data, len);
+	close(fd);
+	return rc;
+}
+
+int durable_mkdir(const char *path, unsigned mode)
+{
+	if (mkdir(path, (mode_t)mode) < 0)
+		return errno == EEXIST ? 0 : -errno;
+	return durable_sync_parent(path);
+}
+
+int durable_rename(const char *from, const char *to)
+{
+	if (rename(from, to) < 0)
+		return -errno;
+	return durable_sync_parent(to);
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""4011: a transactional batch is appended only for a partition the
+transaction coordinator added to that producer's ongoing transaction
+(KIP-890 part 1); a stray one does not hold the last stable offset.
+
+Raw Produce v3 (tests/lib/idemwire.py) of a transactional batch, sequence 0:
+  * no transactional id                -> TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53)
+  * an unknown transactional id        -> INVALID_PRODUCER_ID_MAPPING (49)
+  * a known id, another producer id    -> INVALID_PRODUCER_ID_MAPPING (49)
+  * the id's producer, older epoch     -> INVALID_PRODUCER_EPOCH (47)
+  * the id's producer, partition not added to a transaction -> INVALID_TXN_STATE (48)
+Nothing of these is appended: a plain record then lands at offset 0, the
+LSO equals the high watermark, a read_committed consumer gets the plain
+record.  AddPartitionsToTxn v4 VerifyOnly (what a partition leader asks
+the coordinator in a cluster) gives the same verdicts per partition.
+After AddPartitionsToTxn the same batch is accepted, the LSO waits for
+it, and EndTxn(commit) releases it.
+Runtime ~3 s.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import idemwire as iw  # noqa: E402
+import kwire as kw  # noqa: E402
+from gregor import Broker, eq, main  # noqa: E402
+
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+
+TOPIC = "verify"
+
+
+def offsets(b, isolation):
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "lso", "isolation.level": isolation})
+    r = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10, cached=False)[1]
+    c.close()
+    return r
+
+
+def read_committed(b, n):
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "rc", "isolation.level": "read_committed"})
+    c.assign([TopicPartition(TOPIC, 0, 0)])
+    vals, deadline = [], time.time() + 10
+    while len(vals) < n and time.time() < deadline:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            vals.append(m.value())
+    c.close()
+    return vals
+
+
+def add_partition(cl, txn_id, pid, epoch):
+    """AddPartitionsToTxn v0 of TOPIC-0 -> the partition's error code."""
+    body = kw.string(txn_id) + kw.i64(pid) + kw.i16(epoch) + kw.array(
+        [TOPIC], lambda t: kw.string(t) + kw.array([0], kw.i32))
+    r = cl.call(24, 0, body)
+    r.i32()
+    return r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16()))))[0][1][0][1]
+
+
+def verify_v4(cl, txn_id, pid, epoch, partitions):
+    """AddPartitionsToTxn v4 VerifyOnly of TOPIC's partitions -> [(partition, error)]."""
+    u = iw.uvarint
+    body = (u(2) + iw.compact_nstring(txn_id) + kw.i64(pid) + kw.i16(epoch) + kw.i8(1) +
+            u(2) + iw.compact_nstring(TOPIC) + u(len(partitions) + 1) + b"".join(kw.i32(p) for p in partitions) +
+            u(0) + u(0) + u(0))
+    r = cl.call(24, 4, body, flexible=True)
+    r.i32()
+    eq(r.i16(), 0, "AddPartitionsToTxn v4 top-level error")
+    eq(iw.read_uvarint(r), 2, "one transaction result")
+    eq(iw.read_compact_string(r), txn_id, "transactional id")
+    eq(iw.read_uvarint(r), 2, "one topic result")
+    eq(iw.read_compact_string(r), TOPIC, "topic")
+    out = []
+    for _ in range(iw.read_uvarint(r) - 1):
+        out.append((r.i32(), r.i16()))
+        iw.read_uvarint(r)  # tagged fields
+    return out
+
+
+def end_txn(cl, txn_id, pid, epoch, commit):
+    r = cl.call(26, 0, kw.string(txn_id) + kw.i64(pid) + kw.i16(epoch) + kw.i8(1 if commit else 0))
+    r.i32()
+    return r.i16()
+
+
+def test():
+    with Broker(props={"num.partitions": "1", "transaction.state.log.num.partitions": "1"}) as b:
+        cl = iw.Client(b.port)
+        pid, epoch = cl.init_pid(txn_id="real")
+        cl.init_pid(txn_id="other")
+        stray = iw.batch(1, pid=pid, epoch=epoch, seq=0, value=b"stray", transactional=True)
+        ghost = iw.batch(1, pid=pid + 1000, epoch=0, seq=0, value=b"ghost", transactional=True)
+        eq(cl.produce(TOPIC, 0, ghost, txn_id=None)[0], 53, "no transactional id")
+        eq(cl.produce(TOPIC, 0, ghost, txn_id="ghost")[0], 49, "unknown transactional id")
+        eq(cl.produce(TOPIC, 0, ghost, txn_id="real")[0], 49, "producer id not the id's")
+        eq(cl.produce(TOPIC, 0, stray, txn_id="other")[0], 49, "producer id of another id")
+        pid2, epoch2 = cl.init_pid(txn_id="real")  # bump: the batch's epoch is now stale
+        eq(pid2, pid, "same producer id after the bump")
+        eq(cl.produce(TOPIC, 0, stray, txn_id="real")[0], 47, "fenced epoch")
+        stray = iw.batch(1, pid=pid, epoch=epoch2, seq=0, value=b"stray", transactional=True)
+        eq(cl.produce(TOPIC, 0, stray, txn_id="real")[0], 48, "partition not added: INVALID_TXN_STATE")
+        eq(cl.produce(TOPIC, 0, iw.batch(1, value=b"plain"))[0:2], (0, 0), "plain record at offset 0")
+        eq(offsets(b, "read_committed"), 1, "LSO not held by the refused batches")
+        eq(offsets(b, "read_uncommitted"), 1, "HW")
+        eq(read_committed(b, 1), [b"plain-0"], "read_committed consumer")
+        eq(verify_v4(cl, "real", pid, epoch2, [0, 1]), [(0, 48), (1, 48)], "v4 VerifyOnly: not in a transaction")
+        eq(verify_v4(cl, "ghost", pid, epoch2, [0]), [(0, 49)], "v4 VerifyOnly: unknown id")
+        # the verified path: added, then accepted, LSO held until the commit
+        eq(add_partition(cl, "real", pid, epoch2), 0, "AddPartitionsToTxn")
+        eq(verify_v4(cl, "real", pid, epoch2, [0, 1]), [(0, 0), (1, 48)], "v4 VerifyOnly after AddPartitions")
+        eq(verify_v4(cl, "real", pid, epoch2 - 1, [0]), [(0, 90)], "v4 VerifyOnly: fenced epoch")
+        eq(cl.produce(TOPIC, 0, stray, txn_id="real")[0:2], (0, 1), "transactional batch after AddPartitions")
+        second = iw.batch(1, pid=pid, epoch=epoch2, seq=1, value=b"second", transactional=True)
+        eq(cl.produce(TOPIC, 0, second, txn_id="real")[0:2], (0, 2), "second batch of the transaction")
+        eq(offsets(b, "read_committed"), 1, "LSO at the open transaction")
+        eq(end_txn(cl, "real", pid, epoch2, True), 0, "EndTxn commit")
+        eq(offsets(b, "read_committed"), 4, "LSO past the COMMIT marker")
+        eq(read_committed(b, 3), [b"plain-0", b"stray-0", b"second-0"], "committed records")
+        cl.close()
+
+
+main(test)
