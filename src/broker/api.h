@@ -40,7 +40,6 @@ struct req {
 	void *out; /* response to encode (arena) */
 	/* parking: used by whichever subsystem holds the request */
 	struct loop_timer timer;
-	struct req *park_next;
 	uint64_t park_ticket;
 	int64_t park_deadline_ms;
 	void (*on_free)(struct req *rq); /* releases what a handler holds (file refs) */

@@ -24,12 +24,12 @@ struct broker {
 	struct registry *reg;
 	struct syncer *syncer;
 	struct loop_io listen_io;
-	char host[256]; /* advertised host */
-	int32_t port;   /* advertised port */
+	struct loop_timer accept_pause; /* listener not polled until it fires (fd limit) */
+	bool accept_paused;             /* since the last successful accept */
+	char host[256];                 /* advertised host */
+	int32_t port;                   /* advertised port */
 	char cluster_id[64];
 	int32_t node_id;
-	bool appended;             /* something was appended during this loop iteration */
-	struct req *fetch_waiters; /* parked long-poll fetches */
 	struct loop_timer housekeeping;
 	struct group_coord *groups; /* the group coordinator (h_group.c) */
 	struct txn_coord *txns;     /* the transaction coordinator (h_txn.c) */

@@ -75,6 +75,9 @@ static const struct conf_def defs[] = {
 	/* limits and sockets */
 	I32("message.max.bytes", message_max_bytes, 0, I32MAX, "1048588", true,
 	    "Largest record batch accepted (after compression); default for the topic config `max.message.bytes`."),
+	I32("fetch.max.bytes", fetch_max_bytes, 1024, 1073741824, "57671680", true,
+	    "Most record bytes in one Fetch response, whatever the request asks for (its MaxBytes and each "
+	    "PartitionMaxBytes are clamped to it); the first batch is served even if larger (KIP-74)."),
 	I32("socket.request.max.bytes", socket_request_max_bytes, 1, I32MAX, "104857600", false,
 	    "Largest request frame; a bigger size field closes the connection."),
 	I32("socket.send.buffer.bytes", socket_send_buffer_bytes, -1, I32MAX, "-1", true,

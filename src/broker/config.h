@@ -99,6 +99,7 @@ struct broker_cfg {
 	bool delete_topic_enable;
 	/* limits and sockets */
 	int32_t message_max_bytes;
+	int32_t fetch_max_bytes; /* clamps Fetch MaxBytes and PartitionMaxBytes */
 	int32_t socket_request_max_bytes;
 	int32_t socket_send_buffer_bytes; /* -1 = OS default */
 	int32_t socket_receive_buffer_bytes;

@@ -13,8 +13,10 @@
  *   - -1 partitions / replication factor means the broker default
  *     (num.partitions, default.replication.factor).
  * One deliberate difference: Kafka lets DeleteTopics remove __consumer_offsets
- * and __transaction_state; here the coordinators hold those partitions open,
- * so internal topics are refused with INVALID_TOPIC_EXCEPTION.
+ * and __transaction_state and CreatePartitions grow them; here the
+ * coordinators use those partitions and map each group or transactional id
+ * to hash % partition count, so both are refused on internal topics with
+ * INVALID_TOPIC_EXCEPTION (the code Kafka gives a produce to them).
  */
 #include "broker/handlers.h"
 
@@ -315,6 +317,13 @@ static int16_t partitions_check(struct req *rq, const struct CreatePartitionsReq
 {
 	int32_t adding = in->Count - t->nparts;
 
+	if (t->internal) {
+		*msg = req_printf(rq,
+				  "Cannot change the partition count of internal topic %s: its coordinator maps "
+				  "each key to hash %% %d.",
+				  t->name, t->nparts);
+		return KERR_INVALID_TOPIC_EXCEPTION;
+	}
 	if (in->Count < t->nparts) {
 		*msg = req_printf(rq, "The topic %s currently has %d partition(s); %d would not be an increase.",
 				  t->name, t->nparts, in->Count);

@@ -3,10 +3,16 @@
  * socket (sendfile), and long polling.
  *
  * A fetch that finds fewer than MinBytes parks until data arrives or
- * MaxWaitMs passes.  Parked fetches are re-evaluated once per loop
- * iteration in which something was appended (fetch_wake), never by a
- * polling timer.  Sessions (KIP-227) are not kept: every fetch is a full
- * fetch answered with SessionId 0, which every client accepts.
+ * MaxWaitMs passes (fetch_park.h).  An append to a partition makes ready
+ * only the fetches parked on it, and at the end of the loop iteration
+ * fetch_wake fills just those again, never by a polling timer.  A re-fill
+ * reuses the response arrays of the first fill (only the file slices and
+ * read_committed's aborted lists are re-made), so a parked fetch does not
+ * grow with each wake-up; its arena is counted in queued.max.request.bytes
+ * while it waits, and one that still grows past FETCH_PARK_GROWTH_MAX is
+ * answered early with what it has.  Sessions (KIP-227) are not kept:
+ * every fetch is a full fetch answered with SessionId 0, which every
+ * client accepts.
  *
  * read_committed (IsolationLevel 1): data is served only below the last
  * stable offset (log/txnidx.h), and AbortedTransactions lists every
@@ -15,6 +21,13 @@
  * no cap on their number: a consumer that is not told of an aborted
  * transaction delivers its records.  The record bytes are still served
  * zero-copy.
+ *
+ * Size: the request's MaxBytes and every PartitionMaxBytes are clamped to
+ * the broker's fetch.max.bytes (at most 1 GiB), as Kafka does; only the
+ * first batch of the response may go past it (KIP-74), and never past
+ * FETCH_RECORDS_HARD_MAX, so a response frame (records plus per-partition
+ * fields, which the request's own size bounds) never nears 2 GiB nor wraps
+ * its int32 length.
  *
  * Fetch v0-v3 get the legacy message formats, converted in memory
  * (broker/downconvert.h); Fetch below v10 gets no zstd data.
@@ -26,6 +39,7 @@
 
 #include "broker/broker.h"
 #include "broker/downconvert.h"
+#include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
 #include "log/partition.h"
@@ -34,12 +48,18 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-/* File slices and converted message sets of a fetch response, released with the request. */
+/* A fetch's own state: file slices held by its response, Fetch v0-v3's converted message sets, and its parking. */
 struct fetch_hold {
-	struct fslice *slices;
+	struct fslice *slices; /* released with the request, or before a re-fill */
 	int n, cap;
+	struct FetchResponseTopic *topics; /* the response arrays, filled again in place */
+	struct fetch_park park;
+	size_t arena_parked; /* arena bytes when parked, counted in queued.max.request.bytes */
+	size_t arena_charged;
 	struct wr conv; /* Fetch v0-v3: the message sets, one after another */
 };
+
+#define FETCH_PARK_GROWTH_MAX (64 << 10) /* arena growth while parked before answering early */
 
 static void fetch_release(struct req *rq)
 {
@@ -68,6 +88,8 @@ static void fetch_hold_add(struct req *rq, const struct fslice *s)
 	}
 	h->slices[h->n++] = *s;
 }
+
+#define FETCH_RECORDS_HARD_MAX ((int64_t)1 << 30) /* record bytes of a response, first batch included */
 
 /* read_committed: the aborted transactions overlapping [from, upper). */
 static void fetch_aborted(struct req *rq, struct part *part, int64_t from, int64_t upper,
@@ -142,7 +164,8 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 {
 	struct part *part = t ? registry_part(t, in->Partition) : NULL;
 	struct fslice s = { 0 };
-	int64_t left = (int64_t)f->MaxBytes - used, max;
+	int64_t limit = f->MaxBytes < rq->b->cfg.fetch_max_bytes ? f->MaxBytes : rq->b->cfg.fetch_max_bytes;
+	int64_t left = limit - used, max;
 	int err;
 
 	FetchResponsePartition_init(out);
@@ -165,8 +188,8 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 		out->ErrorCode = err == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : KERR_KAFKA_STORAGE_ERROR;
 		return 0;
 	}
-	if (!s.ref || s.len == 0) {
-		fdref_put(s.ref);
+	if (!s.ref || s.len == 0 || used + (int64_t)s.len > FETCH_RECORDS_HARD_MAX) {
+		fdref_put(s.ref); /* a first batch over the hard cap is never served */
 		return 0;
 	}
 	if (rq->hdr.api_version < 10 && fetch_old_format(rq, t, in, &s, max, used == 0, out))
@@ -183,7 +206,26 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 	return s.len;
 }
 
-/* Builds the whole response; returns the record bytes in it. */
+/* The response arrays, allocated on the first fill only. */
+static struct FetchResponseTopic *fetch_topics(struct req *rq, const struct FetchRequest *f)
+{
+	struct fetch_hold *h = rq->hold;
+	int32_t n = f->Topics.n > 0 ? f->Topics.n : 0;
+
+	if (h->topics)
+		return h->topics;
+	h->topics = req_alloc(rq, (size_t)n, sizeof(*h->topics));
+	for (int32_t i = 0; i < n; i++) {
+		struct FetchResponseTopic *ot = &h->topics[i];
+
+		ot->Topic = f->Topics.v[i].Topic;
+		ot->Partitions.n = f->Topics.v[i].Partitions.n > 0 ? f->Topics.v[i].Partitions.n : 0;
+		ot->Partitions.v = req_alloc(rq, (size_t)ot->Partitions.n, sizeof(*ot->Partitions.v));
+	}
+	return h->topics;
+}
+
+/* Builds the whole response (again, in place, after a wake-up); returns the record bytes in it. */
 static int64_t fetch_fill(struct req *rq, const struct FetchRequest *f, struct FetchResponse *resp)
 {
 	int64_t bytes = 0;
@@ -193,15 +235,12 @@ static int64_t fetch_fill(struct req *rq, const struct FetchRequest *f, struct F
 		return 0;
 	}
 	resp->Responses.n = f->Topics.n > 0 ? f->Topics.n : 0;
-	resp->Responses.v = req_alloc(rq, (size_t)resp->Responses.n, sizeof(*resp->Responses.v));
+	resp->Responses.v = fetch_topics(rq, f);
 	for (int32_t i = 0; i < resp->Responses.n; i++) {
 		const struct FetchRequestTopic *it = &f->Topics.v[i];
 		struct FetchResponseTopic *ot = &resp->Responses.v[i];
 		struct topic *t = registry_find(rq->b->reg, it->Topic);
 
-		ot->Topic = it->Topic;
-		ot->Partitions.n = it->Partitions.n > 0 ? it->Partitions.n : 0;
-		ot->Partitions.v = req_alloc(rq, (size_t)ot->Partitions.n, sizeof(*ot->Partitions.v));
 		for (int32_t j = 0; j < ot->Partitions.n; j++)
 			bytes += fetch_partition(rq, f, t, &it->Partitions.v[j], &ot->Partitions.v[j], bytes);
 	}
@@ -222,13 +261,30 @@ static bool fetch_has_error(const struct FetchResponse *resp)
 
 static void fetch_unpark(struct req *rq)
 {
-	struct req **pp = &rq->b->fetch_waiters;
+	struct fetch_hold *h = rq->hold;
 
-	while (*pp && *pp != rq)
-		pp = &(*pp)->park_next;
-	if (*pp)
-		*pp = rq->park_next;
+	fetch_park_remove(&h->park);
 	loop_timer_cancel(rq->b->loop, &rq->timer);
+}
+
+/* Fills rq's response again after a wake-up or its timeout; true if it is to be answered now. */
+static bool fetch_refill(struct req *rq, bool timed_out)
+{
+	const struct FetchRequest *f = rq->in;
+	struct fetch_hold *h = rq->hold;
+	int64_t bytes;
+
+	fetch_release(rq);
+	req_reset_out(rq);
+	bytes = fetch_fill(rq, f, rq->out);
+	if (timed_out || bytes >= f->MinBytes || fetch_has_error(rq->out) || conn_is_closed(rq->c) ||
+	    rq->arena.bytes > h->arena_parked + FETCH_PARK_GROWTH_MAX)
+		return true;
+	if (rq->arena.bytes > h->arena_charged) { /* read_committed's aborted lists */
+		conn_slot_charge(rq->slot, (int64_t)(rq->arena.bytes - h->arena_charged));
+		h->arena_charged = rq->arena.bytes;
+	}
+	return false;
 }
 
 static void fetch_timeout(struct loop_timer *t)
@@ -236,16 +292,37 @@ static void fetch_timeout(struct loop_timer *t)
 	struct req *rq = (struct req *)((char *)t - offsetof(struct req, timer));
 
 	fetch_unpark(rq);
-	fetch_release(rq);
-	req_reset_out(rq);
-	fetch_fill(rq, rq->in, rq->out);
+	fetch_refill(rq, true);
 	req_reply(rq);
+}
+
+/* Parks rq on every partition it asked for (fetch_park.h). */
+static void fetch_park(struct req *rq, const struct FetchRequest *f)
+{
+	struct fetch_hold *h = rq->hold;
+	int32_t n = 0, k = 0;
+	struct part **parts;
+
+	for (int32_t i = 0; i < f->Topics.n; i++)
+		n += f->Topics.v[i].Partitions.n > 0 ? f->Topics.v[i].Partitions.n : 0;
+	parts = req_alloc(rq, (size_t)n, sizeof(*parts));
+	for (int32_t i = 0; i < f->Topics.n; i++) {
+		struct topic *t = registry_find(rq->b->reg, f->Topics.v[i].Topic);
+
+		for (int32_t j = 0; j < f->Topics.v[i].Partitions.n; j++)
+			parts[k++] = t ? registry_part(t, f->Topics.v[i].Partitions.v[j].Partition) : NULL;
+	}
+	fetch_park_add(&h->park, rq, rq->c, req_alloc(rq, (size_t)n, sizeof(struct fetch_watch)), parts, n);
+	h->arena_parked = h->arena_charged = rq->arena.bytes;
+	conn_slot_charge(rq->slot, (int64_t)h->arena_charged);
+	rq->park_deadline_ms = clock_mono_ms() + f->MaxWaitMs;
+	rq->timer.fn = fetch_timeout;
+	loop_timer_set(rq->b->loop, &rq->timer, rq->park_deadline_ms);
 }
 
 int h_fetch(struct req *rq, const void *in, void *out)
 {
 	const struct FetchRequest *f = in;
-	struct broker *b = rq->b;
 	int64_t bytes;
 
 	rq->hold = req_alloc(rq, 1, sizeof(struct fetch_hold));
@@ -253,27 +330,19 @@ int h_fetch(struct req *rq, const void *in, void *out)
 	bytes = fetch_fill(rq, f, out);
 	if (bytes >= f->MinBytes || f->MaxWaitMs <= 0 || fetch_has_error(out))
 		return H_REPLY;
-	rq->park_deadline_ms = clock_mono_ms() + f->MaxWaitMs;
-	rq->timer.fn = fetch_timeout;
-	loop_timer_set(b->loop, &rq->timer, rq->park_deadline_ms);
-	rq->park_next = b->fetch_waiters;
-	b->fetch_waiters = rq;
+	fetch_park(rq, f);
 	return H_PARKED;
 }
 
 void fetch_wake(struct broker *b)
 {
-	struct req *rq = b->fetch_waiters, *next;
+	struct fetch_park *fp;
 
-	for (; rq; rq = next) {
-		const struct FetchRequest *f = rq->in;
-		int64_t bytes;
+	(void)b;
+	while ((fp = fetch_park_next_ready())) {
+		struct req *rq = fp->rq;
 
-		next = rq->park_next;
-		fetch_release(rq);
-		req_reset_out(rq);
-		bytes = fetch_fill(rq, f, rq->out);
-		if (bytes >= f->MinBytes || fetch_has_error(rq->out) || conn_is_closed(rq->c)) {
+		if (fetch_refill(rq, false)) {
 			fetch_unpark(rq);
 			req_reply(rq);
 		}

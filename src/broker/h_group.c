@@ -91,6 +91,15 @@ static void h_group_sync_done(void *waiter, const struct group_sync_result *res)
 	req_reply(rq);
 }
 
+/* coord_topic.part of __consumer_offsets: looked up on every write, never cached */
+static struct part *h_group_offsets_part(void *arg, int32_t partition)
+{
+	struct broker *b = arg;
+	struct topic *t = registry_find(b->reg, KSTR(GROUP_TOPIC));
+
+	return t ? registry_part(t, partition) : NULL;
+}
+
 /* Opens __consumer_offsets (creating it when create) and loads the groups. */
 static int h_group_attach(struct broker *b, bool create)
 {
@@ -119,7 +128,7 @@ static int h_group_attach(struct broker *b, bool create)
 		}
 		log_info("created %s with %d partitions", GROUP_TOPIC, t->nparts);
 	}
-	return group_coord_attach(b->groups, t->parts, t->nparts);
+	return group_coord_attach(b->groups, &(struct coord_topic){ h_group_offsets_part, b, t->nparts });
 }
 
 int groups_start(struct broker *b)
@@ -652,7 +661,7 @@ int h_list_groups(struct req *rq, const void *in, void *out)
 
 		if (!h_group_state_wanted(l, state))
 			continue;
-		og->GroupId = kstr_c(group_name(groups[i]));
+		og->GroupId = group_name(groups[i]);
 		og->ProtocolType = kstr_c(group_protocol_type(groups[i]) ? group_protocol_type(groups[i]) : "");
 		og->GroupState = kstr_c(state);
 		resp->Groups.n++;

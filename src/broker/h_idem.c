@@ -10,9 +10,12 @@
  *     UNKNOWN_PRODUCER_ID or OUT_OF_ORDER_SEQUENCE_NUMBER): the same id with
  *     epoch + 1, so partitions accept sequence 0 again and fence in-flight
  *     batches of the old epoch; a new id, epoch 0, when the epoch is
- *     exhausted (>= 32766) or the id was never handed out here.  (Kafka
- *     always hands out a new id here; both are valid answers for the
- *     client, a bump keeps the id stable in logs.)
+ *     exhausted (>= 32766), or the pair is not an idempotent id handed out
+ *     here at exactly that epoch (pid.h: pid_epoch_current), so that no
+ *     client bumps, and fences, another producer's id (a transactional
+ *     one included) by naming it.  (Kafka always hands out a new id here;
+ *     both are valid answers for the client, a bump keeps the id stable in
+ *     logs.)
  *   only one of the two set: INVALID_REQUEST, as Kafka.
  * TransactionalId "" : INVALID_REQUEST.  Any other TransactionalId goes to
  * the transaction coordinator, txn_init_producer_id().
@@ -68,6 +71,7 @@ static int16_t idem_new_id(struct broker *b, struct InitProducerIdResponse *out)
 	if (!pa || pid_next(pa, &out->ProducerId))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	out->ProducerEpoch = 0;
+	pid_epoch_set(pa, out->ProducerId, 0);
 	return KERR_NONE;
 }
 
@@ -86,9 +90,11 @@ int h_init_producer_id(struct req *rq, const void *in, void *out)
 		return H_REPLY;
 	}
 	pa = idem_pid_alloc(rq->b);
-	if (pa && req->ProducerEpoch >= 0 && req->ProducerEpoch < IDEM_EPOCH_MAX && pid_issued(pa, req->ProducerId)) {
+	if (pa && req->ProducerEpoch >= 0 && req->ProducerEpoch < IDEM_EPOCH_MAX &&
+	    pid_epoch_current(pa, req->ProducerId, req->ProducerEpoch)) {
 		resp->ProducerId = req->ProducerId;
 		resp->ProducerEpoch = (int16_t)(req->ProducerEpoch + 1);
+		pid_epoch_set(pa, resp->ProducerId, resp->ProducerEpoch);
 	} else {
 		resp->ErrorCode = idem_new_id(rq->b, resp);
 	}

@@ -77,8 +77,7 @@ static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mre
 		return KERR_NONE;
 	if (!topic_name_valid(name))
 		return KERR_INVALID_TOPIC_EXCEPTION;
-	if (!b->cfg.auto_create_topics_enable || !mreq->AllowAutoTopicCreation ||
-	    (name.len > 2 && name.p[0] == '_' && name.p[1] == '_'))
+	if (!b->cfg.auto_create_topics_enable || !mreq->AllowAutoTopicCreation || topic_name_internal(name))
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	topic_cfg_init(&tc, &b->cfg);
 	err = registry_create(b->reg, name, b->cfg.num_partitions, &tc, out);

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/produce_check.h"
@@ -74,6 +75,10 @@ static struct topic *produce_topic(struct broker *b, struct kstr name, int16_t *
 	struct topic_cfg tc;
 
 	*kerr = KERR_NONE;
+	if (topic_name_internal(name)) {
+		*kerr = KERR_INVALID_TOPIC_EXCEPTION; /* only the coordinators write there, as in Kafka */
+		return NULL;
+	}
 	if (t)
 		return t;
 	if (!topic_name_valid(name)) {
@@ -81,7 +86,7 @@ static struct topic *produce_topic(struct broker *b, struct kstr name, int16_t *
 		return NULL;
 	}
 	*kerr = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	if (!b->cfg.auto_create_topics_enable || (name.len > 1 && name.p[0] == '_' && name.p[1] == '_'))
+	if (!b->cfg.auto_create_topics_enable)
 		return NULL;
 	topic_cfg_init(&tc, &b->cfg);
 	if (registry_create(b->reg, name, b->cfg.num_partitions, &tc, &t) < 0)
@@ -247,7 +252,7 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 			log_error("append to '%s-%d' failed: %s", t->name, in->Index, strerror(-err));
 		return 0;
 	}
-	b->appended = true;
+	fetch_park_notify(part);
 	out->BaseOffset = info.base_offset;
 	out->LogAppendTimeMs = t->cfg.message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME ? info.log_append_time : -1;
 	out->LogStartOffset = info.log_start_offset;

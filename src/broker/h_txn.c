@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/registry.h"
@@ -55,6 +56,14 @@ static int h_txn_part(void *arg, const char *topic, int32_t partition, struct pa
 	return *out ? 0 : -EIO; /* offline (KAFKA_STORAGE_ERROR) until its files are back */
 }
 
+/* coord_topic.part of __transaction_state: looked up on every write, never cached */
+static struct part *h_txn_state_part(void *arg, int32_t partition)
+{
+	struct part *part = NULL;
+
+	return h_txn_part(arg, TXN_STORE_TOPIC, partition, &part) ? NULL : part;
+}
+
 static int h_txn_new_pid(void *arg, int64_t *id)
 {
 	return idem_next_producer_id(arg, id);
@@ -72,7 +81,7 @@ static uint64_t h_txn_written(void *arg, struct part *part)
 {
 	struct broker *b = arg;
 
-	b->appended = true; /* wakes parked fetches: the LSO may have moved */
+	fetch_park_notify(part); /* wakes fetches parked on it: the LSO may have moved */
 	return park_sync_on_ack(&b->cfg) ? syncer_want(b->syncer, part) : 0;
 }
 
@@ -143,7 +152,7 @@ static int h_txn_attach(struct broker *b, bool create)
 		}
 		log_info("created %s with %d partitions", TXN_STORE_TOPIC, t->nparts);
 	}
-	return txn_coord_attach(b->txns, t->parts, t->nparts);
+	return txn_coord_attach(b->txns, &(struct coord_topic){ h_txn_state_part, b, t->nparts });
 }
 
 int txns_start(struct broker *b)
@@ -410,7 +419,6 @@ int h_add_offsets_to_txn(struct req *rq, const void *in, void *out)
 	struct AddOffsetsToTxnResponse *resp = out;
 	struct txn_coord *tc = h_txn_coord(rq);
 	struct group_coord *gc = groups_coord(rq->b);
-	struct part *gpart;
 	struct txn_tp tp;
 	int16_t err;
 
@@ -422,20 +430,8 @@ int h_add_offsets_to_txn(struct req *rq, const void *in, void *out)
 		resp->ErrorCode = KERR_INVALID_GROUP_ID;
 		return H_REPLY;
 	}
-	gpart = group_coord_partition(gc, a->GroupId);
 	tp.topic = TXN_GROUP_TOPIC;
-	tp.partition = -1;
-	{
-		struct topic *t = registry_find(rq->b->reg, KSTR(TXN_GROUP_TOPIC));
-
-		for (int32_t p = 0; t && p < t->nparts; p++)
-			if (t->parts[p] == gpart)
-				tp.partition = p;
-	}
-	if (tp.partition < 0) {
-		resp->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
-		return H_REPLY;
-	}
+	tp.partition = group_coord_partition(gc, a->GroupId);
 	err = txn_add_partitions(tc, a->TransactionalId, a->ProducerId, a->ProducerEpoch, &tp, 1);
 	resp->ErrorCode = h_txn_kerr(rq, err, 2);
 	return h_txn_reply(rq, h_txn_add_offsets_fail);
@@ -672,7 +668,7 @@ static void h_txn_list_one(void *arg, const struct txn_info *ti)
 		l->cap = cap;
 	}
 	o = &l->out->TransactionStates.v[l->out->TransactionStates.n++];
-	o->TransactionalId = kstr_c(req_cstr(l->rq, kstr_c(ti->id)));
+	o->TransactionalId = (struct kstr){ req_cstr(l->rq, ti->id), ti->id.len };
 	o->ProducerId = ti->producer_id;
 	o->TransactionState = kstr_c(txn_state_name(ti->state));
 }

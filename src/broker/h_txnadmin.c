@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/registry.h"
@@ -155,7 +156,7 @@ static int16_t txnadmin_mark(struct req *rq, const struct WriteTxnMarkersRequest
 		 " epoch %d (coordinator epoch %d) at offset %" PRId64,
 		 conn_peer(rq->c), m->TransactionResult ? "COMMIT" : "ABORT", m->ProducerId, m->ProducerEpoch,
 		 m->CoordinatorEpoch, info.base_offset);
-	rq->b->appended = true; /* wakes parked fetches: the LSO may have moved */
+	fetch_park_notify(part); /* wakes fetches parked on it: the LSO may have moved */
 	if (park_sync_on_ack(&rq->b->cfg)) {
 		uint64_t tk = syncer_want(rq->b->syncer, part);
 

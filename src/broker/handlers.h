@@ -44,7 +44,11 @@ void groups_stop(struct broker *b);
  */
 int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in, struct InitProducerIdResponse *out);
 
-/* Re-evaluates parked long-poll fetches (after appends or timeouts). */
+/*
+ * Fills again the parked long-poll fetches made ready since the last call
+ * (fetch_park_notify() after an append, fetch_park_conn_closed()) and
+ * answers those that are done; called at the end of each loop iteration.
+ */
 void fetch_wake(struct broker *b);
 /* Requests time-based flushes (log.flush.interval.ms); called periodically. */
 void produce_flush_policy(struct broker *b, int64_t now_ms);

@@ -35,7 +35,7 @@ struct registry {
 	char cluster_id[64];
 	struct topic **topics; /* sorted by name */
 	int ntopics, cap;
-	int dir_err; /* -errno of the sync that failed, 0 while the dir is online (atomic) */
+	int dir_err;           /* -errno of the sync that failed, 0 while the dir is online (atomic) */
 	struct dirdel *dirdel; /* removes renamed-away partition directories */
 };
 
@@ -53,6 +53,16 @@ bool topic_name_valid(struct kstr name)
 			return false;
 	}
 	return true;
+}
+
+bool topic_name_internal(struct kstr name)
+{
+	static const char *const internal[] = { "__consumer_offsets", "__transaction_state" };
+
+	for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
+		if (name.len == (int32_t)strlen(internal[i]) && memcmp(name.p, internal[i], (size_t)name.len) == 0)
+			return true;
+	return false;
 }
 
 const char *registry_cluster_id(const struct registry *reg)
@@ -96,7 +106,11 @@ bool registry_dir_failed(const struct registry *reg)
 	return __atomic_load_n(&reg->dir_err, __ATOMIC_ACQUIRE) != 0;
 }
 
-/* Binary search; returns the index of name or where it would go (negative - 1). */
+/*
+ * Binary search; returns the index of name or where it would go (negative
+ * - 1).  name is a client's byte string (it may hold NUL bytes): compared
+ * by its length, never read past it nor past the stored name.
+ */
 static int registry_index(const struct registry *reg, struct kstr name)
 {
 	int lo = 0, hi = reg->ntopics - 1;
@@ -104,10 +118,11 @@ static int registry_index(const struct registry *reg, struct kstr name)
 	while (lo <= hi) {
 		int mid = (lo + hi) / 2;
 		const char *tn = reg->topics[mid]->name;
-		int c = strncmp(tn, name.p, (size_t)name.len);
+		size_t tlen = strlen(tn), nlen = (size_t)name.len;
+		int c = memcmp(tn, name.p, tlen < nlen ? tlen : nlen);
 
-		if (c == 0 && tn[name.len] != '\0')
-			c = 1;
+		if (c == 0)
+			c = (tlen > nlen) - (tlen < nlen);
 		if (c == 0)
 			return mid;
 		if (c < 0)
@@ -497,7 +512,7 @@ static struct topic *topic_alloc(struct registry *reg, const char *name, int32_t
 	t->reg = reg;
 	t->name = strdup(name);
 	t->parts = calloc((size_t)(nparts ? nparts : 1), sizeof(*t->parts));
-	t->internal = name[0] == '_' && name[1] == '_';
+	t->internal = topic_name_internal(kstr_c(name));
 	if (!t->name || !t->parts) {
 		free(t->parts);
 		free(t->name);

@@ -41,7 +41,7 @@ struct topic {
 	int32_t nparts;
 	struct part **parts;
 	struct topic_cfg cfg;
-	bool internal; /* __consumer_offsets, __transaction_state */
+	bool internal; /* topic_name_internal(name) */
 };
 
 /* Opens every partition under log.dirs (recovering after a crash). */
@@ -78,6 +78,12 @@ int16_t registry_part_error(const struct topic *t, int32_t partition);
 
 /* Kafka's rule: [a-zA-Z0-9._-]{1,249}, not "." or "..". */
 bool topic_name_valid(struct kstr name);
+/*
+ * True only for the coordinators' topics, __consumer_offsets and
+ * __transaction_state: clients may not produce to them, add partitions to
+ * them or delete them.  Any other name, "__x" included, is a user topic.
+ */
+bool topic_name_internal(struct kstr name);
 
 /*
  * A sync in the log directory failed with err (-errno); callable from any

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "broker/api.h"
+#include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/registry.h"
@@ -30,6 +31,7 @@
 #include "util/log.h"
 
 #define HOUSEKEEPING_MS 1000
+#define ACCEPT_PAUSE_MS 100 /* after accept(2) ran out of descriptors or memory */
 
 struct broker *api_broker;
 static struct loop_io server_signal_io;
@@ -118,8 +120,32 @@ static void server_ip_del(const struct conn *c)
 
 static void server_on_closed(struct conn *c)
 {
+	fetch_park_conn_closed(c); /* its parked fetches are finished by the next fetch_wake */
 	server_nconns--;
 	server_ip_del(c);
+}
+
+/*
+ * accept(2) failed with EMFILE/ENFILE/ENOBUFS/ENOMEM: the pending connection
+ * stays in the backlog and the level-triggered listener stays readable, so
+ * polling it again at once would spin.  Stop polling it for ACCEPT_PAUSE_MS
+ * (connections closing meanwhile free descriptors); log once per episode.
+ */
+static void server_accept_pause(struct broker *b, int err)
+{
+	if (!b->accept_paused)
+		log_warn("cannot accept connections: %s; retrying every %d ms until descriptors free up", strerror(err),
+			 ACCEPT_PAUSE_MS);
+	b->accept_paused = true;
+	loop_mod(b->loop, &b->listen_io, 0);
+	loop_timer_set(b->loop, &b->accept_pause, clock_mono_ms() + ACCEPT_PAUSE_MS);
+}
+
+static void server_accept_resume(struct loop_timer *t)
+{
+	struct broker *b = (struct broker *)((char *)t - offsetof(struct broker, accept_pause));
+
+	loop_mod(b->loop, &b->listen_io, EPOLLIN);
 }
 
 static void server_accept(struct loop_io *io, uint32_t events)
@@ -138,8 +164,15 @@ static void server_accept(struct loop_io *io, uint32_t events)
 		int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
 		struct conn *c;
 
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				server_accept_pause(b, errno);
 			return;
+		}
+		if (b->accept_paused) {
+			log_info("accepting connections again");
+			b->accept_paused = false;
+		}
 		if (server_nconns >= b->cfg.max_connections) {
 			log_warn("refusing a connection: max.connections=%d reached", b->cfg.max_connections);
 			close(fd);
@@ -306,9 +339,9 @@ static void server_on_wake(void *arg)
 {
 	struct broker *b = arg;
 
-	park_on_synced(b);  /* acks=all produce, OffsetCommit */
-	txns_on_synced(b);  /* transaction markers and their completion */
-	b->appended = true; /* a round moved high watermarks: parked fetches may be answered */
+	park_on_synced(b);                                /* acks=all produce, OffsetCommit */
+	txns_on_synced(b);                                /* transaction markers and their completion */
+	syncer_take_synced(b->syncer, fetch_park_notify); /* their high watermarks moved */
 }
 
 /* The syncer thread saw a sync fail: nothing in the log dir is trusted any more. */
@@ -324,10 +357,7 @@ void broker_after_events(void *arg)
 	struct broker *b = arg;
 
 	syncer_kick(b->syncer); /* one round for everything this pass appended */
-	if (b->appended) {
-		b->appended = false;
-		fetch_wake(b);
-	}
+	fetch_wake(b);          /* only the fetches made ready by appends, syncs or closes */
 	conn_resume();
 	conn_reap();
 }
@@ -358,6 +388,7 @@ int server_start(struct broker *b)
 		return err;
 	loop_on_wake(b->loop, server_on_wake, b);
 	loop_on_idle(b->loop, broker_after_events, b);
+	loop_timer_init(&b->accept_pause, server_accept_resume);
 	loop_timer_init(&b->housekeeping, server_housekeeping);
 	loop_timer_set(b->loop, &b->housekeeping, clock_mono_ms() + HOUSEKEEPING_MS);
 	return 0;
@@ -372,6 +403,7 @@ void server_stop(struct broker *b)
 {
 	int64_t t0 = clock_mono_ms();
 
+	loop_timer_cancel(b->loop, &b->accept_pause);
 	close(b->listen_io.fd);
 	conn_close_all();
 	fetch_wake(b);          /* parked fetches see their connection closed */

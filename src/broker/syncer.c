@@ -28,6 +28,8 @@ struct syncer {
 	int ndirty, dirty_cap;
 	struct part **busy; /* being synced by the thread */
 	int nbusy;
+	struct part **synced; /* synced by rounds the loop has not looked at yet (mu); syncer_take_synced */
+	int nsynced;
 	int next_busy;         /* busy[next_busy..] are not collected yet: appends to them join this round (mu) */
 	uint64_t next_round;   /* ticket handed to new work */
 	uint64_t done_round;   /* read by the loop without the lock */
@@ -69,6 +71,27 @@ static int syncer_round(struct syncer *s, struct part **parts, int n, bool broke
 	return failed;
 }
 
+/* Moves the finished round's partitions to the synced list (mu held). */
+static void syncer_keep_synced(struct syncer *s)
+{
+	struct part **v = s->nsynced ? realloc(s->synced, (size_t)(s->nsynced + s->nbusy) * sizeof(*v)) : NULL;
+
+	if (!s->nsynced) {
+		free(s->synced);
+		s->synced = s->busy;
+		s->nsynced = s->nbusy;
+	} else if (v) {
+		memcpy(v + s->nsynced, s->busy, (size_t)s->nbusy * sizeof(*v));
+		s->synced = v;
+		s->nsynced += s->nbusy;
+		free(s->busy);
+	} else {
+		abort(); /* as syncer_want: the loop cannot go on without knowing what moved */
+	}
+	s->busy = NULL;
+	s->nbusy = 0;
+}
+
 static void *syncer_main(void *arg)
 {
 	struct syncer *s = arg;
@@ -93,9 +116,7 @@ static void *syncer_main(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		failed = syncer_round(s, s->busy, s->nbusy, broken);
 		pthread_mutex_lock(&s->mu);
-		free(s->busy);
-		s->busy = NULL;
-		s->nbusy = 0;
+		syncer_keep_synced(s);
 		if (failed && !s->failed_round)
 			s->failed_round = round;
 		__atomic_store_n(&s->done_round, round, __ATOMIC_RELEASE);
@@ -137,6 +158,7 @@ void syncer_stop(struct syncer *s)
 	pthread_mutex_unlock(&s->mu);
 	pthread_join(s->thread, NULL);
 	free(s->dirty);
+	free(s->synced);
 	free(s);
 }
 
@@ -199,7 +221,26 @@ void syncer_forget(struct syncer *s, struct part *part)
 	for (int i = 0; i < s->ndirty; i++)
 		if (s->dirty[i] == part)
 			s->dirty[i--] = s->dirty[--s->ndirty];
+	for (int i = 0; i < s->nsynced; i++)
+		if (s->synced[i] == part)
+			s->synced[i--] = s->synced[--s->nsynced];
 	while (syncer_has(s->busy, s->nbusy, part))
 		pthread_cond_wait(&s->idle_cv, &s->mu);
 	pthread_mutex_unlock(&s->mu);
+}
+
+void syncer_take_synced(struct syncer *s, void (*fn)(const struct part *part))
+{
+	struct part **v;
+	int n;
+
+	pthread_mutex_lock(&s->mu);
+	v = s->synced;
+	n = s->nsynced;
+	s->synced = NULL;
+	s->nsynced = 0;
+	pthread_mutex_unlock(&s->mu);
+	for (int i = 0; i < n; i++)
+		fn(v[i]);
+	free(v);
 }

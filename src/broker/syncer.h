@@ -52,6 +52,12 @@ void syncer_kick(struct syncer *s);
 uint64_t syncer_done(struct syncer *s);
 /* True if round ticket failed: a sync failed in it or in an earlier round (the data may not be durable). */
 bool syncer_failed(struct syncer *s, uint64_t ticket);
+/*
+ * Calls fn (on the loop thread) for every partition synced by the rounds
+ * completed since the last call, so that only the fetches parked on them
+ * are woken when their high watermark moves.
+ */
+void syncer_take_synced(struct syncer *s, void (*fn)(const struct part *part));
 /* Forgets part (it is being closed or deleted); waits if it is being synced. */
 void syncer_forget(struct syncer *s, struct part *part);
 

@@ -66,7 +66,8 @@ struct group_protocol {
 
 struct group_member {
 	struct group *grp;
-	char *member_id, *group_instance_id; /* instance id NULL: dynamic member */
+	char *member_id;
+	struct kstr group_instance_id; /* owned, every byte kept; p NULL: dynamic member */
 	char *client_id, *client_host;
 	int32_t session_timeout_ms, rebalance_timeout_ms;
 	struct group_protocol *protocols;
@@ -81,7 +82,7 @@ struct group_member {
 
 struct group {
 	struct group_coord *gc;
-	char *name;
+	struct kstr name; /* owned, NUL-terminated copy; may hold NUL bytes: use name.len */
 	enum group_state state;
 	int32_t generation;
 	char *protocol_type, *protocol_name, *leader; /* NULL when none */
@@ -149,8 +150,8 @@ static void group_set_state(struct group *grp, enum group_state to)
 	}
 	assert(ok);
 	(void)ok;
-	log_debug(LOGC_GROUP, "group", "group '%s': %s -> %s (generation %d)", grp->name, group_state_names[grp->state],
-		  group_state_names[to], grp->generation);
+	log_debug(LOGC_GROUP, "group", "group '%.*s': %s -> %s (generation %d)", grp->name.len, grp->name.p,
+		  group_state_names[grp->state], group_state_names[to], grp->generation);
 	grp->state = to;
 	grp->state_ts_ms = clock_wall_ms();
 }
@@ -169,6 +170,20 @@ static char *group_kstrdup(struct kstr s)
 		abort(); /* like req_alloc: a system out-of-memory is not recoverable here */
 	}
 	return p;
+}
+
+/* An owned copy of a client-supplied name, every byte kept (NUL included). */
+static struct kstr group_name_dup(struct kstr s)
+{
+	char *p = malloc((size_t)s.len + 1);
+
+	if (!p) {
+		log_error("out of memory in the group coordinator");
+		abort();
+	}
+	memcpy(p, s.p, (size_t)s.len);
+	p[s.len] = '\0';
+	return (struct kstr){ p, s.len };
 }
 
 static void *group_xcalloc(size_t n, size_t size)
@@ -215,7 +230,7 @@ struct group *group_find(struct group_coord *gc, struct kstr group_id)
 	if (!group_id.p)
 		return NULL;
 	for (grp = gc->buckets[group_hash(group_id, gc->nbuckets)]; grp; grp = grp->hnext)
-		if (kstr_eq_c(group_id, grp->name))
+		if (kstr_eq(group_id, grp->name))
 			return grp;
 	return NULL;
 }
@@ -228,7 +243,7 @@ static void group_rehash(struct group_coord *gc)
 	for (size_t i = 0; i < gc->nbuckets; i++)
 		while (gc->buckets[i]) {
 			struct group *grp = gc->buckets[i];
-			size_t h = group_hash(kstr_c(grp->name), n);
+			size_t h = group_hash(grp->name, n);
 
 			gc->buckets[i] = grp->hnext;
 			grp->hnext = nb[h];
@@ -250,7 +265,7 @@ static struct group *group_create(struct group_coord *gc, struct kstr group_id)
 		group_rehash(gc);
 	h = group_hash(group_id, gc->nbuckets);
 	grp->gc = gc;
-	grp->name = group_kstrdup(group_id);
+	grp->name = group_name_dup(group_id);
 	grp->state = GROUP_EMPTY;
 	grp->state_ts_ms = -1;
 	group_store_offsets_init(&grp->offsets);
@@ -258,7 +273,7 @@ static struct group *group_create(struct group_coord *gc, struct kstr group_id)
 	grp->hnext = gc->buckets[h];
 	gc->buckets[h] = grp;
 	gc->ngroups++;
-	log_debug(LOGC_GROUP, "group", "group '%s' created", grp->name);
+	log_debug(LOGC_GROUP, "group", "group '%.*s' created", grp->name.len, grp->name.p);
 	return grp;
 }
 
@@ -329,7 +344,7 @@ static struct group_member *group_member_add(struct group *grp, char *member_id,
 
 	m->grp = grp;
 	m->member_id = member_id;
-	m->group_instance_id = group_kstrdup(a->group_instance_id);
+	m->group_instance_id = a->group_instance_id.p ? group_name_dup(a->group_instance_id) : KSTR_NULL;
 	m->client_id = group_kstrdup(a->client_id.p ? a->client_id : KSTR(""));
 	m->client_host = group_kstrdup(a->client_host.p ? a->client_host : KSTR(""));
 	m->session_timeout_ms = a->session_timeout_ms;
@@ -354,7 +369,7 @@ static void group_member_free(struct group *grp, struct group_member *m)
 	loop_timer_cancel(grp->gc->loop, &m->session);
 	group_protocols_free(m);
 	free(m->member_id);
-	free(m->group_instance_id);
+	free((char *)m->group_instance_id.p);
 	free(m->client_id);
 	free(m->client_host);
 	free(m->assignment);
@@ -372,7 +387,7 @@ static struct group_member *group_member_find(const struct group *grp, struct ks
 static struct group_member *group_static_find(const struct group *grp, struct kstr instance_id)
 {
 	for (struct group_member *m = grp->members; m; m = m->next)
-		if (instance_id.p && m->group_instance_id && kstr_eq_c(instance_id, m->group_instance_id))
+		if (instance_id.p && m->group_instance_id.p && kstr_eq(instance_id, m->group_instance_id))
 			return m;
 	return NULL;
 }
@@ -432,7 +447,7 @@ static void group_fill_info(const struct group_member *m, struct group_member_in
 	const struct group_protocol *p = with_data ? group_member_protocol(m, m->grp->protocol_name) : NULL;
 
 	info->member_id = kstr_c(m->member_id);
-	info->group_instance_id = group_kstr(m->group_instance_id);
+	info->group_instance_id = m->group_instance_id;
 	info->client_id = kstr_c(m->client_id);
 	info->client_host = kstr_c(m->client_host);
 	info->metadata = p ? (struct bytes){ p->metadata, p->len } : (struct bytes){ (const uint8_t *)"", 0 };
@@ -494,7 +509,7 @@ static void group_persist(struct group *grp)
 			continue;
 		meta.nmembers++;
 		s->member_id = kstr_c(m->member_id);
-		s->group_instance_id = group_kstr(m->group_instance_id);
+		s->group_instance_id = m->group_instance_id;
 		s->client_id = kstr_c(m->client_id);
 		s->client_host = kstr_c(m->client_host);
 		s->rebalance_timeout_ms = m->rebalance_timeout_ms;
@@ -502,10 +517,10 @@ static void group_persist(struct group *grp)
 		s->subscription = p ? (struct bytes){ p->metadata, p->len } : (struct bytes){ NULL, 0 };
 		s->assignment = (struct bytes){ m->assignment, m->assignment_len };
 	}
-	err = group_store_write(grp->gc->store, kstr_c(grp->name), NULL, 0, false, &meta, false, clock_wall_ms(),
-				&part);
+	err = group_store_write(grp->gc->store, grp->name, NULL, 0, false, &meta, false, clock_wall_ms(), &part);
 	if (err)
-		log_error("group '%s': cannot write its metadata to __consumer_offsets: %s", grp->name, strerror(-err));
+		log_error("group '%.*s': cannot write its metadata to __consumer_offsets: %s", grp->name.len,
+			  grp->name.p, strerror(-err));
 	free(mbs);
 }
 
@@ -547,7 +562,8 @@ static void group_prepare_rebalance(struct group *grp, const char *why)
 	grp->initial_delay = grp->state == GROUP_EMPTY && gc->cfg.initial_rebalance_delay_ms > 0;
 	grp->new_member_added = false;
 	group_set_state(grp, GROUP_PREPARING_REBALANCE);
-	log_info("group '%s': preparing to rebalance (generation %d): %s", grp->name, grp->generation, why);
+	log_info("group '%.*s': preparing to rebalance (generation %d): %s", grp->name.len, grp->name.p,
+		 grp->generation, why);
 	grp->rebalance_start_ms = now;
 	if (grp->initial_delay)
 		timeout = timeout < gc->cfg.initial_rebalance_delay_ms ? timeout : gc->cfg.initial_rebalance_delay_ms;
@@ -600,7 +616,8 @@ static void group_complete_join(struct group *grp)
 	for (m = grp->members; m; m = next) {
 		next = m->next;
 		if (!m->pending && !m->join_waiter) {
-			log_info("group '%s': member '%s' did not rejoin in time, removed", grp->name, m->member_id);
+			log_info("group '%.*s': member '%s' did not rejoin in time, removed", grp->name.len,
+				 grp->name.p, m->member_id);
 			group_member_release(m, KERR_UNKNOWN_MEMBER_ID);
 			group_member_free(grp, m);
 		}
@@ -612,7 +629,7 @@ static void group_complete_join(struct group *grp)
 		free(grp->leader);
 		grp->leader = NULL;
 		group_set_state(grp, GROUP_EMPTY);
-		log_info("group '%s': empty at generation %d", grp->name, grp->generation);
+		log_info("group '%.*s': empty at generation %d", grp->name.len, grp->name.p, grp->generation);
 		group_persist(grp);
 		return;
 	}
@@ -624,8 +641,8 @@ static void group_complete_join(struct group *grp)
 		grp->leader = group_kstrdup(kstr_c(m->member_id));
 	}
 	group_set_state(grp, GROUP_COMPLETING_REBALANCE);
-	log_info("group '%s': generation %d with %d members, protocol '%s', leader '%s'", grp->name, grp->generation,
-		 grp->nmembers, grp->protocol_name, grp->leader);
+	log_info("group '%.*s': generation %d with %d members, protocol '%s', leader '%s'", grp->name.len, grp->name.p,
+		 grp->generation, grp->nmembers, grp->protocol_name, grp->leader);
 	for (m = grp->members; m; m = m->next)
 		if (!m->pending) {
 			group_join_answer(m, KERR_NONE, true);
@@ -745,8 +762,8 @@ static void group_join_static_again(struct group *grp, struct group_member *m, c
 		same = same || group_kstr_is(a->protocols[i].name, grp->protocol_name);
 	group_member_release(m, KERR_FENCED_INSTANCE_ID);
 	m->member_id = group_new_member_id(grp->gc, a->group_instance_id);
-	log_info("group '%s': static member '%s' rejoined as '%s', fencing '%s'", grp->name, m->group_instance_id,
-		 m->member_id, old_id);
+	log_info("group '%.*s': static member '%.*s' rejoined as '%s', fencing '%s'", grp->name.len, grp->name.p,
+		 m->group_instance_id.len, m->group_instance_id.p, m->member_id, old_id);
 	free(m->client_id);
 	m->client_id = group_kstrdup(a->client_id.p ? a->client_id : KSTR(""));
 	group_member_update(m, a);
@@ -945,7 +962,7 @@ static void group_remove_member(struct group *grp, struct group_member *m, const
 {
 	bool pending = m->pending;
 
-	log_info("group '%s': member '%s' %s", grp->name, m->member_id, why);
+	log_info("group '%.*s': member '%s' %s", grp->name.len, grp->name.p, m->member_id, why);
 	group_member_release(m, KERR_UNKNOWN_MEMBER_ID);
 	if (grp->leader && !strcmp(grp->leader, m->member_id)) {
 		free(grp->leader);
@@ -1029,8 +1046,7 @@ int16_t group_commit_check(struct group_coord *gc, struct kstr group_id, struct 
 int group_commit(struct group_coord *gc, struct group *grp, const struct group_offset *offs, int n,
 		 struct part **part_out)
 {
-	int err =
-		group_store_write(gc->store, kstr_c(grp->name), offs, n, false, NULL, false, clock_wall_ms(), part_out);
+	int err = group_store_write(gc->store, grp->name, offs, n, false, NULL, false, clock_wall_ms(), part_out);
 
 	for (int i = 0; !err && i < n; i++)
 		err = group_store_offset_set(&grp->offsets, &offs[i]);
@@ -1059,7 +1075,7 @@ void group_txn_complete(struct group_coord *gc, int64_t producer_id, bool commit
 static void group_kill(struct group *grp)
 {
 	struct group_coord *gc = grp->gc;
-	struct group **pp = &gc->buckets[group_hash(kstr_c(grp->name), gc->nbuckets)];
+	struct group **pp = &gc->buckets[group_hash(grp->name, gc->nbuckets)];
 
 	assert(grp->nmembers == 0);
 	while (grp->members)
@@ -1074,7 +1090,7 @@ static void group_kill(struct group *grp)
 	free(grp->protocol_type);
 	free(grp->protocol_name);
 	free(grp->leader);
-	free(grp->name);
+	free((char *)grp->name.p);
 	free(grp);
 }
 
@@ -1090,10 +1106,10 @@ int16_t group_delete(struct group_coord *gc, struct kstr group_id, struct part *
 	err = group_store_write(gc->store, group_id, grp->offsets.v, grp->offsets.n, true, NULL, true, clock_wall_ms(),
 				part_out);
 	if (err) {
-		log_error("group '%s': cannot write tombstones: %s", grp->name, strerror(-err));
+		log_error("group '%.*s': cannot write tombstones: %s", grp->name.len, grp->name.p, strerror(-err));
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	}
-	log_info("group '%s' deleted", grp->name);
+	log_info("group '%.*s' deleted", grp->name.len, grp->name.p);
 	group_kill(grp);
 	return KERR_NONE;
 }
@@ -1144,9 +1160,8 @@ bool group_subscribed(const struct group *grp, struct kstr topic)
 int group_offset_delete(struct group_coord *gc, struct group *grp, const struct group_offset *offs, int n,
 			struct part **part_out)
 {
-	int err = n ? group_store_write(gc->store, kstr_c(grp->name), offs, n, true, NULL, false, clock_wall_ms(),
-					part_out)
-		    : 0;
+	int err =
+		n ? group_store_write(gc->store, grp->name, offs, n, true, NULL, false, clock_wall_ms(), part_out) : 0;
 
 	for (int i = 0; !err && i < n; i++)
 		group_store_offset_delete(&grp->offsets, kstr_c(offs[i].topic), offs[i].partition);
@@ -1168,9 +1183,8 @@ static void group_expire_one(struct group *grp, int64_t now)
 		if (base + gc->cfg.offsets_retention_ms <= now)
 			dead[n++] = *o;
 	}
-	if (n && group_store_write(gc->store, kstr_c(grp->name), dead, n, true, NULL, n == grp->offsets.n, now,
-				   &part) == 0) {
-		log_info("group '%s': %d committed offsets expired", grp->name, n);
+	if (n && group_store_write(gc->store, grp->name, dead, n, true, NULL, n == grp->offsets.n, now, &part) == 0) {
+		log_info("group '%.*s': %d committed offsets expired", grp->name.len, grp->name.p, n);
 		for (int i = n - 1; i >= 0; i--)
 			group_store_offset_delete(&grp->offsets, kstr_c(dead[i].topic), dead[i].partition);
 	}
@@ -1178,7 +1192,7 @@ static void group_expire_one(struct group *grp, int64_t now)
 	if (grp->offsets.n > 0 || grp->offsets.pending || grp->members)
 		return;
 	if (n == 0 && grp->generation > 0 &&
-	    group_store_write(gc->store, kstr_c(grp->name), NULL, 0, false, NULL, true, now, &part) < 0)
+	    group_store_write(gc->store, grp->name, NULL, 0, false, NULL, true, now, &part) < 0)
 		return;
 	group_kill(grp);
 }
@@ -1318,18 +1332,18 @@ int group_coord_new(struct loop *loop, const struct group_coord_cfg *cfg, const 
 	return 0;
 }
 
-int group_coord_attach(struct group_coord *gc, struct part **parts, int32_t nparts)
+int group_coord_attach(struct group_coord *gc, const struct coord_topic *ct)
 {
 	static const struct group_store_loader loader = { group_on_offset, group_on_meta, group_on_marker };
 	int64_t t0 = group_now();
 	int err;
 
-	group_store_attach(gc->store, parts, nparts);
+	group_store_attach(gc->store, ct);
 	err = group_store_load(gc->store, &loader, gc);
 	if (err)
 		return err;
 	log_info("group coordinator: loaded %zu groups from %d partitions of __consumer_offsets in %lld ms",
-		 gc->ngroups, nparts, (long long)(group_now() - t0));
+		 gc->ngroups, ct->nparts, (long long)(group_now() - t0));
 	loop_timer_set(gc->loop, &gc->expiry, group_now() + gc->cfg.retention_check_interval_ms);
 	return 0;
 }
@@ -1372,7 +1386,7 @@ enum group_state group_state(const struct group *grp)
 	return grp->state;
 }
 
-const char *group_name(const struct group *grp)
+struct kstr group_name(const struct group *grp)
 {
 	return grp->name;
 }
@@ -1422,13 +1436,13 @@ struct group **group_coord_groups(struct group_coord *gc, int *n)
 int group_txn_commit(struct group_coord *gc, struct group *grp, int64_t producer_id, int16_t producer_epoch,
 		     const struct group_offset *offs, int n, struct part **part_out)
 {
-	int err = group_store_write_txn(gc->store, kstr_c(grp->name), offs, n, producer_id, producer_epoch,
-					clock_wall_ms(), part_out);
+	int err = group_store_write_txn(gc->store, grp->name, offs, n, producer_id, producer_epoch, clock_wall_ms(),
+					part_out);
 
 	return err ? err : group_txn_stage(gc, grp, producer_id, offs, n);
 }
 
-struct part *group_coord_partition(struct group_coord *gc, struct kstr group_id)
+int32_t group_coord_partition(struct group_coord *gc, struct kstr group_id)
 {
-	return group_store_part(gc->store, group_id);
+	return group_store_partition_of(gc->store, group_id);
 }

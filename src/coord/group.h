@@ -106,10 +106,10 @@ int group_coord_new(struct loop *loop, const struct group_coord_cfg *cfg, const 
 /* Answers every waiter with NOT_COORDINATOR, cancels timers, frees gc. */
 void group_coord_free(struct group_coord *gc);
 /*
- * Uses the partitions of __consumer_offsets (borrowed) and loads the groups
- * and offsets stored there.  Returns 0 or -errno.
+ * Reaches __consumer_offsets through ct (copied; see coord_topic.h) and
+ * loads the groups and offsets stored there.  Returns 0 or -errno.
  */
-int group_coord_attach(struct group_coord *gc, struct part **parts, int32_t nparts);
+int group_coord_attach(struct group_coord *gc, const struct coord_topic *ct);
 bool group_coord_attached(const struct group_coord *gc);
 
 /* The answer comes through ops->join_done(waiter, ...) (see the header comment). */
@@ -138,8 +138,8 @@ int group_commit(struct group_coord *gc, struct group *grp, const struct group_o
 struct group *group_find(struct group_coord *gc, struct kstr group_id);
 const struct group_offsets *group_offsets(const struct group *grp);
 enum group_state group_state(const struct group *grp);
-const char *group_state_name(enum group_state st); /* Kafka's names: "Stable" ... */
-const char *group_name(const struct group *grp);
+const char *group_state_name(enum group_state st);        /* Kafka's names: "Stable" ... */
+struct kstr group_name(const struct group *grp);          /* may hold NUL bytes: use its len */
 const char *group_protocol_type(const struct group *grp); /* NULL when none */
 const char *group_protocol_name(const struct group *grp); /* NULL when none */
 int32_t group_generation(const struct group *grp);
@@ -170,8 +170,8 @@ void group_txn_complete(struct group_coord *gc, int64_t producer_id, bool commit
  */
 int group_txn_commit(struct group_coord *gc, struct group *grp, int64_t producer_id, int16_t producer_epoch,
 		     const struct group_offset *offs, int n, struct part **part_out);
-/* The __consumer_offsets partition of group_id (attached coordinators only): where markers go. */
-struct part *group_coord_partition(struct group_coord *gc, struct kstr group_id);
+/* The __consumer_offsets partition index of group_id (attached coordinators only): where markers go. */
+int32_t group_coord_partition(struct group_coord *gc, struct kstr group_id);
 
 /* Expires the offsets of groups empty for longer than offsets.retention.minutes (also a timer). */
 void group_coord_expire(struct group_coord *gc, int64_t now_wall_ms);

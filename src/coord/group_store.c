@@ -30,8 +30,7 @@
 #define GROUP_STORE_VALUE_META 3
 
 struct group_store {
-	struct part **parts; /* borrowed */
-	int32_t nparts;
+	struct coord_topic topic; /* partitions looked up on each use, never kept */
 };
 
 /* ---- offset tables ---- */
@@ -213,25 +212,24 @@ void group_store_free(struct group_store *gs)
 	free(gs);
 }
 
-void group_store_attach(struct group_store *gs, struct part **parts, int32_t nparts)
+void group_store_attach(struct group_store *gs, const struct coord_topic *ct)
 {
-	gs->parts = parts;
-	gs->nparts = nparts;
+	gs->topic = *ct; /* attached once nparts > 0 */
 }
 
 bool group_store_attached(const struct group_store *gs)
 {
-	return gs->nparts > 0;
+	return gs->topic.nparts > 0;
 }
 
 int32_t group_store_partition_of(const struct group_store *gs, struct kstr group)
 {
 	int32_t h = 0;
 
-	assert(gs->nparts > 0);
+	assert(gs->topic.nparts > 0);
 	for (int32_t i = 0; i < group.len; i++)
 		h = (int32_t)(31u * (uint32_t)h + (uint8_t)group.p[i]);
-	return (h & 0x7fffffff) % gs->nparts;
+	return (h & 0x7fffffff) % gs->topic.nparts;
 }
 
 /* ---- encoding ---- */
@@ -331,11 +329,11 @@ int group_store_write(struct group_store *gs, struct kstr group, const struct gr
 {
 	int nrec = n + (meta || meta_tombstone), err;
 	struct group_store_span *sp = calloc((size_t)(nrec ? nrec : 1), sizeof(*sp));
-	struct part *part = gs->parts[group_store_partition_of(gs, group)];
+	struct part *part = group_store_part(gs, group);
 	struct wr scratch;
 
 	wr_init(&scratch);
-	err = !sp ? -ENOMEM : nrec == 0 ? -EINVAL : 0;
+	err = !sp ? -ENOMEM : nrec == 0 ? -EINVAL : !part ? -ENOENT : 0;
 	for (int i = 0; !err && i < n; i++)
 		group_store_offset_kv(&scratch, group, &offs[i], tombstone, &sp[i]);
 	if (!err && nrec > n) {
@@ -365,12 +363,12 @@ int group_store_write_txn(struct group_store *gs, struct kstr group, const struc
 			  int64_t producer_id, int16_t producer_epoch, int64_t now_ms, struct part **part_out)
 {
 	struct group_store_span *sp = calloc((size_t)(n > 0 ? n : 1), sizeof(*sp));
-	struct part *part = gs->parts[group_store_partition_of(gs, group)];
+	struct part *part = group_store_part(gs, group);
 	struct wr scratch;
 	int err;
 
 	wr_init(&scratch);
-	err = !sp ? -ENOMEM : n <= 0 ? -EINVAL : 0;
+	err = !sp ? -ENOMEM : n <= 0 ? -EINVAL : !part ? -ENOENT : 0;
 	for (int i = 0; !err && i < n; i++)
 		group_store_offset_kv(&scratch, group, &offs[i], false, &sp[i]);
 	if (!err)
@@ -384,7 +382,7 @@ int group_store_write_txn(struct group_store *gs, struct kstr group, const struc
 
 struct part *group_store_part(const struct group_store *gs, struct kstr group)
 {
-	return gs->parts[group_store_partition_of(gs, group)];
+	return gs->topic.part(gs->topic.arg, group_store_partition_of(gs, group));
 }
 
 /* ---- decoding and loading ---- */
@@ -539,9 +537,10 @@ static void group_store_on_batch(void *arg, const uint8_t *p, const struct batch
 
 int group_store_load(struct group_store *gs, const struct group_store_loader *ld, void *arg)
 {
-	for (int32_t i = 0; i < gs->nparts; i++) {
+	for (int32_t i = 0; i < gs->topic.nparts; i++) {
 		struct group_store_scan sc = { ld, arg, -1, i };
-		int err = part_scan(gs->parts[i], group_store_on_batch, &sc);
+		struct part *part = gs->topic.part(gs->topic.arg, i);
+		int err = part ? part_scan(part, group_store_on_batch, &sc) : -ENOENT;
 
 		if (err) {
 			log_error("__consumer_offsets-%d: cannot load: %s", i, strerror(-err));

@@ -55,6 +55,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "coord/coord_topic.h"
 #include "util/buf.h"
 
 struct part;
@@ -132,8 +133,8 @@ struct group_store;
 
 int group_store_new(struct group_store **out);
 void group_store_free(struct group_store *gs);
-/* Uses the partitions of __consumer_offsets (borrowed; they outlive gs). */
-void group_store_attach(struct group_store *gs, struct part **parts, int32_t nparts);
+/* Reaches the partitions of __consumer_offsets through ct (copied; see coord_topic.h). */
+void group_store_attach(struct group_store *gs, const struct coord_topic *ct);
 bool group_store_attached(const struct group_store *gs);
 /* Replays every partition into ld.  0, or -errno / -EBADMSG from the log. */
 int group_store_load(struct group_store *gs, const struct group_store_loader *ld, void *arg);
@@ -145,7 +146,8 @@ int32_t group_store_partition_of(const struct group_store *gs, struct kstr group
  * tombstone, null values that delete those offsets), and the group
  * metadata record when meta != NULL, or its tombstone when meta == NULL
  * and meta_tombstone.  OUT *part_out: the partition written (for the
- * syncer).  Returns 0, -EINVAL (nothing to write) or -errno.
+ * syncer).  Returns 0, -EINVAL (nothing to write), -ENOENT (the partition
+ * is offline or gone) or -errno.
  */
 int group_store_write(struct group_store *gs, struct kstr group, const struct group_offset *offs, int n, bool tombstone,
 		      const struct group_store_meta *meta, bool meta_tombstone, int64_t now_ms, struct part **part_out);
@@ -157,7 +159,7 @@ int group_store_write(struct group_store *gs, struct kstr group, const struct gr
  */
 int group_store_write_txn(struct group_store *gs, struct kstr group, const struct group_offset *offs, int n,
 			  int64_t producer_id, int16_t producer_epoch, int64_t now_ms, struct part **part_out);
-/* The __consumer_offsets partition of group (attached stores only). */
+/* The __consumer_offsets partition of group (attached stores only); NULL if offline. */
 struct part *group_store_part(const struct group_store *gs, struct kstr group);
 
 #endif

@@ -3,6 +3,7 @@
  */
 #include "coord/pid.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,6 +20,10 @@ struct pid_alloc {
 	int dir_fd;
 	int64_t next;      /* the next id to hand out */
 	int64_t block_end; /* persisted: ids below it may be in use */
+	struct pid_epoch {
+		int64_t id; /* -1: empty slot */
+		int16_t epoch;
+	} * epochs; /* PID_EPOCHS slots, by id % PID_EPOCHS */
 };
 
 static int pid_read(struct pid_alloc *pa)
@@ -50,7 +55,8 @@ int pid_open(const char *dir, struct pid_alloc **out)
 		return -ENOMEM;
 	pa->dir_fd = -1;
 	pa->dir = strdup(dir);
-	if (!pa->dir) {
+	pa->epochs = malloc(PID_EPOCHS * sizeof(*pa->epochs));
+	if (!pa->dir || !pa->epochs) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
@@ -59,6 +65,8 @@ int pid_open(const char *dir, struct pid_alloc **out)
 		rc = -errno;
 		goto out_free;
 	}
+	for (int i = 0; i < PID_EPOCHS; i++)
+		pa->epochs[i].id = -1;
 	rc = pid_read(pa);
 	if (rc)
 		goto out_free;
@@ -73,6 +81,7 @@ void pid_close(struct pid_alloc *pa)
 {
 	if (pa->dir_fd >= 0)
 		close(pa->dir_fd);
+	free(pa->epochs);
 	free(pa->dir);
 	free(pa);
 }
@@ -101,4 +110,17 @@ int pid_next(struct pid_alloc *pa, int64_t *id)
 bool pid_issued(const struct pid_alloc *pa, int64_t id)
 {
 	return id >= 0 && id < pa->next;
+}
+
+void pid_epoch_set(struct pid_alloc *pa, int64_t id, int16_t epoch)
+{
+	assert(id >= 0);
+	pa->epochs[id % PID_EPOCHS] = (struct pid_epoch){ id, epoch };
+}
+
+bool pid_epoch_current(const struct pid_alloc *pa, int64_t id, int16_t epoch)
+{
+	const struct pid_epoch *e = id >= 0 ? &pa->epochs[id % PID_EPOCHS] : NULL;
+
+	return e && e->id == id && e->epoch == epoch;
 }

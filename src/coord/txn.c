@@ -75,7 +75,8 @@ enum txn_mark {
 };
 
 struct txn {
-	char *id;
+	char *id; /* owned, NUL-terminated copy of every byte: may hold NUL, use id_len */
+	int32_t id_len;
 	int64_t producer_id;
 	int16_t epoch;
 	int32_t timeout_ms;
@@ -103,8 +104,7 @@ struct txn_coord {
 	struct txn_coord_cfg cfg;
 	struct txn_coord_ops ops;
 	void *arg;
-	struct part **parts; /* __transaction_state, borrowed; NULL until attached */
-	int32_t nparts;
+	struct coord_topic topic; /* __transaction_state; nparts 0 until attached */
 	struct txn *buckets[TXN_BUCKETS];
 	uint64_t ticket;        /* fsync ticket of writes since txn_coord_take_ticket */
 	struct txn *completing; /* transactions in Prepare*, see txn_advance */
@@ -168,6 +168,11 @@ static void txn_set_state(struct txn *txn, enum txn_state to)
 
 /* ---- table ---- */
 
+static struct kstr txn_id(const struct txn *txn)
+{
+	return (struct kstr){ txn->id, txn->id_len };
+}
+
 static uint32_t txn_hash(struct kstr id)
 {
 	uint32_t h = 2166136261u;
@@ -180,7 +185,7 @@ static uint32_t txn_hash(struct kstr id)
 static struct txn *txn_find(struct txn_coord *tc, struct kstr id)
 {
 	for (struct txn *txn = tc->buckets[txn_hash(id)]; txn; txn = txn->hnext)
-		if (kstr_eq_c(id, txn->id))
+		if (kstr_eq(id, txn_id(txn)))
 			return txn;
 	return NULL;
 }
@@ -199,10 +204,13 @@ static struct txn *txn_create(struct txn_coord *tc, struct kstr id)
 	struct txn *txn = calloc(1, sizeof(*txn));
 	uint32_t h = txn_hash(id);
 
-	if (!txn || !(txn->id = strndup(id.p, (size_t)id.len))) {
+	if (!txn || !(txn->id = malloc((size_t)id.len + 1))) {
 		free(txn);
 		return NULL;
 	}
+	memcpy(txn->id, id.p, (size_t)id.len);
+	txn->id[id.len] = '\0';
+	txn->id_len = id.len;
 	txn->producer_id = -1;
 	txn->epoch = -1;
 	txn->fenced_epoch = -1;
@@ -266,7 +274,7 @@ static int txn_persist(struct txn_coord *tc, struct txn *txn)
 		.start_ms = txn->start_ms,
 	};
 	struct part *part;
-	int err = txn_store_write(tc->parts, tc->nparts, kstr_c(txn->id), &v, txn->update_ms, &part);
+	int err = txn_store_write(&tc->topic, txn_id(txn), &v, txn->update_ms, &part);
 	uint64_t tk;
 
 	if (err) {
@@ -314,9 +322,11 @@ static void txn_wait_on(struct txn *txn, uint64_t tk)
  */
 static int32_t txn_coordinator_epoch(struct txn_coord *tc, const struct txn *txn)
 {
-	int32_t i = txn_store_partition_of(tc->nparts, kstr_c(txn->id));
-	struct part *part = tc->parts[i];
+	int32_t i = txn_store_partition_of(tc->topic.nparts, txn_id(txn));
+	struct part *part = tc->topic.part(tc->topic.arg, i);
 
+	if (!part)
+		return -1; /* offline: no epoch to give until it is back */
 	if (!tc->epoch_bumped[i]) {
 		int err = part_set_leader_epoch(part, part_leader_epoch(part) + 1);
 
@@ -334,7 +344,7 @@ static bool txn_write_marker(struct txn_coord *tc, struct txn *txn, int32_t i, b
 	struct marker m = { txn->producer_id, txn->epoch, txn_coordinator_epoch(tc, txn), commit };
 	struct part_append_info info;
 	struct part *part;
-	int err = tc->ops.part(tc->arg, tp->topic, tp->partition, &part);
+	int err = m.coordinator_epoch < 0 ? -EIO : tc->ops.part(tc->arg, tp->topic, tp->partition, &part);
 
 	if (err == -ENOENT) {
 		txn->marks[i] = TXN_MARK_DONE; /* the topic was deleted meanwhile */
@@ -367,9 +377,9 @@ static bool txn_write_marker(struct txn_coord *tc, struct txn *txn, int32_t i, b
  */
 static void txn_resync(struct txn_coord *tc, struct txn *txn)
 {
-	struct part *part = tc->parts[txn_store_partition_of(tc->nparts, kstr_c(txn->id))];
+	struct part *part = tc->topic.part(tc->topic.arg, txn_store_partition_of(tc->topic.nparts, txn_id(txn)));
 
-	if (!txn->prepared)
+	if (!txn->prepared && part)
 		txn_wait_on(txn, tc->ops.written(tc->arg, part));
 	for (int32_t i = 0; i < txn->ntps; i++) {
 		if (txn->marks[i] != TXN_MARK_WRITTEN)
@@ -563,7 +573,7 @@ int16_t txn_init_producer(struct txn_coord *tc, struct kstr id, int32_t timeout_
 	struct txn *txn;
 	int16_t err;
 
-	if (!tc->parts)
+	if (!txn_coord_attached(tc))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	if (timeout_ms <= 0 || timeout_ms > tc->cfg.max_timeout_ms)
 		return KERR_INVALID_TRANSACTION_TIMEOUT;
@@ -601,7 +611,7 @@ static int16_t txn_lookup(struct txn_coord *tc, struct kstr id, int64_t producer
 	struct txn *txn;
 	int16_t err;
 
-	if (!tc->parts)
+	if (!txn_coord_attached(tc))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	txn = txn_find(tc, id);
 	if (!txn)
@@ -701,7 +711,7 @@ int16_t txn_verify_partition(struct txn_coord *tc, struct kstr id, int64_t produ
 {
 	struct txn *txn;
 
-	if (!tc->parts)
+	if (!txn_coord_attached(tc))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	if (!(txn = txn_find(tc, id)) || txn->producer_id != producer_id)
 		return KERR_INVALID_PRODUCER_ID_MAPPING;
@@ -717,7 +727,7 @@ int16_t txn_verify_partition(struct txn_coord *tc, struct kstr id, int64_t produ
 
 static void txn_info_of(const struct txn *txn, struct txn_info *out)
 {
-	*out = (struct txn_info){ txn->id,         txn->state,    txn->producer_id, txn->epoch,
+	*out = (struct txn_info){ txn_id(txn),     txn->state,    txn->producer_id, txn->epoch,
 				  txn->timeout_ms, txn->start_ms, txn->tps,         txn->ntps };
 }
 
@@ -743,7 +753,7 @@ void txn_coord_each(struct txn_coord *tc, void (*fn)(void *arg, const struct txn
 
 void txn_coord_abort_timed_out(struct txn_coord *tc, int64_t now_wall_ms)
 {
-	if (!tc->parts)
+	if (!txn_coord_attached(tc))
 		return;
 	for (int b = 0; b < TXN_BUCKETS; b++)
 		for (struct txn *txn = tc->buckets[b]; txn; txn = txn->hnext)
@@ -763,7 +773,7 @@ static void txn_coord_on_timer(struct loop_timer *t)
 /* Unlinks txn from its hash chain and frees it. */
 static void txn_remove(struct txn_coord *tc, struct txn *txn)
 {
-	struct txn **pp = &tc->buckets[txn_hash(kstr_c(txn->id))];
+	struct txn **pp = &tc->buckets[txn_hash(txn_id(txn))];
 
 	assert(!txn->marks && !txn->cnext && tc->completing != txn);
 	while (*pp != txn)
@@ -777,7 +787,7 @@ static int txn_expire(struct txn_coord *tc, struct txn *txn)
 {
 	struct part *part;
 	uint64_t tk;
-	int err = txn_store_write(tc->parts, tc->nparts, kstr_c(txn->id), NULL, clock_wall_ms(), &part);
+	int err = txn_store_write(&tc->topic, txn_id(txn), NULL, clock_wall_ms(), &part);
 
 	if (err) {
 		log_error("%s: cannot write the tombstone of '%s': %s", TXN_STORE_TOPIC, txn->id, strerror(-err));
@@ -796,7 +806,7 @@ int txn_coord_expire_ids(struct txn_coord *tc, int64_t now_wall_ms)
 {
 	int n = 0;
 
-	if (!tc->parts)
+	if (!txn_coord_attached(tc))
 		return 0;
 	for (int b = 0; b < TXN_BUCKETS; b++)
 		for (struct txn *txn = tc->buckets[b], *next; txn; txn = next) {
@@ -861,7 +871,7 @@ void txn_coord_free(struct txn_coord *tc)
 
 bool txn_coord_attached(const struct txn_coord *tc)
 {
-	return tc->parts != NULL;
+	return tc->topic.nparts > 0;
 }
 
 /* Replay: the latest record of each id wins. */
@@ -891,18 +901,18 @@ static void txn_on_record(void *arg, struct kstr id, const struct txn_store_valu
 			log_error("%s: out of memory loading '%s'", TXN_STORE_TOPIC, txn->id);
 }
 
-int txn_coord_attach(struct txn_coord *tc, struct part **parts, int32_t nparts)
+int txn_coord_attach(struct txn_coord *tc, const struct coord_topic *ct)
 {
-	int err = txn_store_load(parts, nparts, txn_on_record, tc);
+	int err = txn_store_load(ct, txn_on_record, tc);
 	int n = 0, finished = 0;
+	struct part *part;
 
 	if (err)
 		return err;
-	tc->epoch_bumped = calloc((size_t)nparts, sizeof(*tc->epoch_bumped));
+	tc->epoch_bumped = calloc((size_t)ct->nparts, sizeof(*tc->epoch_bumped));
 	if (!tc->epoch_bumped)
 		return -ENOMEM;
-	tc->parts = parts;
-	tc->nparts = nparts;
+	tc->topic = *ct;
 	for (int b = 0; b < TXN_BUCKETS; b++)
 		for (struct txn *txn = tc->buckets[b]; txn; txn = txn->hnext) {
 			n++;
@@ -910,7 +920,8 @@ int txn_coord_attach(struct txn_coord *tc, struct part **parts, int32_t nparts)
 				continue;
 			log_info("'%s': finishing the %s left at the last stop", txn->id, txn_state_name(txn->state));
 			/* the record may be in the page cache only (a crash): markers once it is durable */
-			txn->ticket = tc->ops.written(tc->arg, parts[txn_store_partition_of(nparts, kstr_c(txn->id))]);
+			part = ct->part(ct->arg, txn_store_partition_of(ct->nparts, txn_id(txn)));
+			txn->ticket = part ? tc->ops.written(tc->arg, part) : 0;
 			txn_start_completion(tc, txn);
 			finished++;
 		}

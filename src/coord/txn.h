@@ -93,7 +93,7 @@ struct txn_coord_cfg {
 
 /* What DescribeTransactions / ListTransactions report; views valid until the next change. */
 struct txn_info {
-	const char *id;
+	struct kstr id; /* may hold NUL bytes */
 	enum txn_state state;
 	int64_t producer_id;
 	int16_t producer_epoch;
@@ -107,10 +107,11 @@ int txn_coord_new(struct loop *loop, const struct txn_coord_cfg *cfg, const stru
 		  struct txn_coord **out);
 void txn_coord_free(struct txn_coord *tc);
 /*
- * Uses the partitions of __transaction_state (borrowed), replays them and
- * finishes every transaction left in PrepareCommit/PrepareAbort.  0 or -errno.
+ * Reaches __transaction_state through ct (copied; see coord_topic.h),
+ * replays it and finishes every transaction left in
+ * PrepareCommit/PrepareAbort.  0 or -errno.
  */
-int txn_coord_attach(struct txn_coord *tc, struct part **parts, int32_t nparts);
+int txn_coord_attach(struct txn_coord *tc, const struct coord_topic *ct);
 bool txn_coord_attached(const struct txn_coord *tc);
 
 /*

@@ -49,10 +49,10 @@ static void txn_store_value_enc(struct wr *w, const struct txn_store_value *v)
 	wr_i64(w, v->start_ms);
 }
 
-int txn_store_write(struct part **parts, int32_t nparts, struct kstr id, const struct txn_store_value *v,
-		    int64_t now_ms, struct part **part_out)
+int txn_store_write(const struct coord_topic *ct, struct kstr id, const struct txn_store_value *v, int64_t now_ms,
+		    struct part **part_out)
 {
-	struct part *part = parts[txn_store_partition_of(nparts, id)];
+	struct part *part = ct->part(ct->arg, txn_store_partition_of(ct->nparts, id));
 	struct part_append_info info;
 	struct wr key, val, batch;
 	struct rec_kv kv;
@@ -65,7 +65,7 @@ int txn_store_write(struct part **parts, int32_t nparts, struct kstr id, const s
 	txn_store_wr_str(&key, id.p, id.len);
 	if (v)
 		txn_store_value_enc(&val, v);
-	err = key.err ? key.err : val.err;
+	err = !part ? -ENOENT : key.err ? key.err : val.err;
 	kv = (struct rec_kv){ key.buf, (int32_t)key.len, v ? val.buf : NULL, v ? (int32_t)val.len : -1 };
 	if (!err)
 		err = records_build(&batch, 0, now_ms, &kv, 1);
@@ -184,11 +184,12 @@ static void txn_store_on_batch(void *arg, const uint8_t *p, const struct batch_h
 			 (long long)h->base_offset);
 }
 
-int txn_store_load(struct part **parts, int32_t nparts, txn_store_record_fn *on_record, void *arg)
+int txn_store_load(const struct coord_topic *ct, txn_store_record_fn *on_record, void *arg)
 {
-	for (int32_t i = 0; i < nparts; i++) {
+	for (int32_t i = 0; i < ct->nparts; i++) {
 		struct txn_store_scan sc = { on_record, arg, i };
-		int err = part_scan(parts[i], txn_store_on_batch, &sc);
+		struct part *part = ct->part(ct->arg, i);
+		int err = part ? part_scan(part, txn_store_on_batch, &sc) : -ENOENT;
 
 		if (err) {
 			log_error("%s-%d: cannot load: %s", TXN_STORE_TOPIC, i, strerror(-err));

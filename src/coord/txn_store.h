@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "coord/coord_topic.h"
 #include "util/buf.h"
 
 #define TXN_STORE_TOPIC "__transaction_state"
@@ -64,11 +65,12 @@ struct txn_store_value {
 int32_t txn_store_partition_of(int32_t nparts, struct kstr id);
 
 /*
- * Appends the record for id (v NULL: tombstone) to its partition of parts.
- * OUT *part_out: the partition written (for the syncer).  0 or -errno.
+ * Appends the record for id (v NULL: tombstone) to its partition of ct.
+ * OUT *part_out: the partition written (for the syncer).  0, -ENOENT (the
+ * partition is offline or gone) or -errno.
  */
-int txn_store_write(struct part **parts, int32_t nparts, struct kstr id, const struct txn_store_value *v,
-		    int64_t now_ms, struct part **part_out);
+int txn_store_write(const struct coord_topic *ct, struct kstr id, const struct txn_store_value *v, int64_t now_ms,
+		    struct part **part_out);
 
 /*
  * Replays every partition, calling on_record(arg, id, v) in log order (v
@@ -76,6 +78,6 @@ int txn_store_write(struct part **parts, int32_t nparts, struct kstr id, const s
  * -errno; malformed records are logged and skipped.
  */
 typedef void txn_store_record_fn(void *arg, struct kstr id, const struct txn_store_value *v);
-int txn_store_load(struct part **parts, int32_t nparts, txn_store_record_fn *on_record, void *arg);
+int txn_store_load(const struct coord_topic *ct, txn_store_record_fn *on_record, void *arg);
 
 #endif

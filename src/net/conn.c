@@ -42,7 +42,7 @@ struct conn_slot {
 	enum slot_state state;
 	struct wr w;
 	struct send_pos pos;
-	int32_t req_bytes; /* request frame bytes counted in conn_queued_bytes */
+	int64_t req_bytes; /* request frame (and parked state) bytes counted in conn_queued_bytes */
 };
 
 struct conn {
@@ -450,6 +450,12 @@ static void conn_send(struct conn *c)
 	if (!c->parsing && !c->frame && c->rlen >= 4 && !conn_paused_self(c))
 		conn_parse(c);
 	conn_update_events(c);
+}
+
+void conn_slot_charge(struct conn_slot *slot, int64_t bytes)
+{
+	slot->req_bytes += bytes;
+	conn_queued_bytes += bytes;
 }
 
 void conn_slot_done(struct conn *c, struct conn_slot *slot, struct wr *w)

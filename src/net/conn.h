@@ -65,6 +65,13 @@ uint64_t conn_id(const struct conn *c);
  */
 void conn_slot_done(struct conn *c, struct conn_slot *slot, struct wr *w);
 
+/*
+ * Counts bytes more (or fewer, if negative) of memory held for slot's
+ * request in queued.max.request.bytes, on top of its frame, until the slot
+ * is finished: a parked request's state and response.
+ */
+void conn_slot_charge(struct conn_slot *slot, int64_t bytes);
+
 /* Closes every open connection (shutdown). */
 void conn_close_all(void);
 /*

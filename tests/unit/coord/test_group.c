@@ -65,6 +65,13 @@ static const struct group_coord_cfg cfg = {
 	.retention_check_interval_ms = 600000,
 };
 
+static struct part *fx_part(void *arg, int32_t partition)
+{
+	struct fx *fx = arg;
+
+	return partition == 0 ? fx->part : NULL;
+}
+
 static void fx_open(struct fx *fx)
 {
 	char dir[128];
@@ -74,7 +81,7 @@ static void fx_open(struct fx *fx)
 	snprintf(dir, sizeof(dir), "%s/__consumer_offsets-0", fx->root);
 	assert_int_equal(part_open(dir, &pc, -1, 0, &fx->part), 0);
 	assert_int_equal(group_coord_new(fx->loop, &cfg, &ops, &fx->gc), 0);
-	assert_int_equal(group_coord_attach(fx->gc, &fx->part, 1), 0);
+	assert_int_equal(group_coord_attach(fx->gc, &(struct coord_topic){ fx_part, fx, 1 }), 0);
 }
 
 static void fx_close(struct fx *fx)

@@ -103,13 +103,21 @@ static void on_done(void *arg, int16_t err)
 	fx->done_err = err;
 }
 
+/* coord_topic.part of the fixture's one-partition __transaction_state */
+static struct part *fx_store_part(void *arg, int32_t partition)
+{
+	struct fx *fx = arg;
+
+	return partition == 0 ? fx->store : NULL;
+}
+
 static void fx_coord(struct fx *fx)
 {
 	static const struct txn_coord_ops ops = { op_part, op_new_pid, op_offsets, op_written, op_synced };
 	struct txn_coord_cfg cfg = { 900000, 10000, 604800000, 3600000 };
 
 	assert_int_equal(txn_coord_new(fx->loop, &cfg, &ops, fx, &fx->tc), 0);
-	assert_int_equal(txn_coord_attach(fx->tc, &fx->store, 1), 0);
+	assert_int_equal(txn_coord_attach(fx->tc, &(struct coord_topic){ fx_store_part, fx, 1 }), 0);
 }
 
 static int fx_setup(void **state)

@@ -1,0 +1,27 @@
+/*
+ * coord_topic.h - how a coordinator reaches the partitions of its internal
+ * topic (__consumer_offsets, __transaction_state).
+ *
+ * Coordinators never keep a pointer to a partition or to the topic's
+ * partition array: the registry owns both and may reallocate the array
+ * (topic changes), so every write and load looks its partition up by
+ * index through part().  nparts is the partition count the coordinator
+ * loaded with; hash % nparts picks a key's partition, so it must not change
+ * while the broker runs (the broker refuses partition changes on internal
+ * topics).
+ */
+#ifndef GREGOR_COORD_COORD_TOPIC_H
+#define GREGOR_COORD_COORD_TOPIC_H
+
+#include <stdint.h>
+
+struct part;
+
+struct coord_topic {
+	/* The open partition, or NULL when it is offline or the topic is gone. */
+	struct part *(*part)(void *arg, int32_t partition);
+	void *arg;
+	int32_t nparts; /* > 0 once attached */
+};
+
+#endif
