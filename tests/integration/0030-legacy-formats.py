@@ -54,9 +54,10 @@ def produce(c, version, topic, partition, records, acks=-1):
     return parts[0][1], parts[0][2]
 
 
-def fetch(c, version, topic, partition, offset, max_bytes=1 << 20):
-    """Fetch v0-v11 of one partition -> (error_code, high_watermark, records bytes)."""
-    body = i32(-1) + i32(100) + i32(1)
+def fetch(c, version, topic, partition, offset, max_bytes=1 << 20, max_wait_ms=100, send_only=False):
+    """Fetch v0-v11 of one partition -> (error_code, high_watermark, records bytes);
+    send_only: sends it and returns the parser of its response for later."""
+    body = i32(-1) + i32(max_wait_ms) + i32(1)
     if version >= 3:
         body += i32(max_bytes)
     if version >= 4:
@@ -70,7 +71,15 @@ def fetch(c, version, topic, partition, offset, max_bytes=1 << 20):
         body += array([])
     if version >= 11:
         body += string("")
-    r = kwire.Reader(c.call(1, version, body))
+    if send_only:
+        c.corr += 1
+        c.s.sendall(kwire.request(1, version, c.corr, body))
+        return lambda: _fetch_parse(version, kwire.recv_response(c.s)[1])
+    return _fetch_parse(version, c.call(1, version, body))
+
+
+def _fetch_parse(version, resp):
+    r = kwire.Reader(resp)
     if version >= 1:
         r.i32()
     if version >= 7:
@@ -182,9 +191,16 @@ def check_produce_fetch(b, c):
     for max_bytes in (200, 10):
         err, _, data = fetch(c, 1, t, 0, 0, max_bytes=max_bytes)
         eq((err, [m[0] for m in messages(data, 0)]), (0, [0, 1, 2]), "Fetch v1 with max_bytes %d" % max_bytes)
+    # a long poll at the end is answered, converted, once data arrives
+    c2 = Conn(c.s.getpeername()[1])
+    answer = fetch(c, 2, t, 0, 12, max_wait_ms=10000, send_only=True)
+    time.sleep(0.3)
+    eq(produce(c2, 0, t, 0, legacy_set(0, kv[:1])), (0, 12), "produce while a fetch waits")
+    err, hw, data = answer()
+    eq((err, hw, [(m[0], m[2]) for m in messages(data, 1)]), (0, 13, [(12, b"v0")]), "parked Fetch v2 answered")
     # Fetch v4+ serves the stored v2 batches unchanged (magic 2 at byte 16)
     err, hw, data = fetch(c, 4, t, 0, 0)
-    eq((err, hw, data[16]), (0, 12, 2), "Fetch v4 serves batches v2")
+    eq((err, hw, data[16]), (0, 13, 2), "Fetch v4 serves batches v2")
 
 
 def check_zstd(b, c):
@@ -286,7 +302,7 @@ def test():
         check_list_offsets_v0(b, c)
         eq(kwire.wait_closed(c.s, 0.2)[0], False, "connection still open")
         c2 = Conn(port)
-        eq(fetch(c2, 0, "legacy", 0, 11)[0], 0, "a fresh connection works")
+        eq(fetch(c2, 0, "legacy", 0, 12)[0], 0, "a fresh connection works")
 
 
 main(test)
