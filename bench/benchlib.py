@@ -225,10 +225,10 @@ def produce(bootstrap, topic, records, size, acks="1", idempotence=False, throug
     raise RuntimeError("no final line in producer output:\n" + out)
 
 
-def consume(bootstrap, topic, messages, timeout_ms=10000, assign=True):
-    """Runs the consumer tool; returns a dict of its data row."""
+def consume(bootstrap, topic, messages, timeout_ms=10000, assign=True, extra=()):
+    """Runs the consumer tool (extra: more of its arguments); returns a dict of its data row."""
     cmd = [CONSUMER, "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(messages),
-           "--timeout", str(timeout_ms), "--hide-header"]
+           "--timeout", str(timeout_ms), "--hide-header"] + list(extra)
     if assign:
         cmd.append("--assign")
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)

@@ -16,7 +16,7 @@ set -e
 cd "$(dirname "$0")/.."
 SECS=${1:-10}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-"fuzz_request fuzz_api fuzz_records fuzz_log fuzz_conf"}
+TARGETS=${*:-"fuzz_request fuzz_api fuzz_records fuzz_msgset fuzz_log fuzz_conf"}
 B=${FUZZ_BUILD:-build-fuzz}
 CLANG=${CLANG:-clang}
 PY=${PYTHON:-/usr/bin/python3}

@@ -4,7 +4,13 @@
 set -e
 PKGS="gcc make python3 libisal-dev libsnappy-dev liblz4-dev libzstd-dev libcmocka-dev librdkafka-dev kcat
 python3-confluent-kafka python3-kafka libsqlite3-dev nodejs npm
-clang libclang-rt-14-dev golang-go golang-github-shopify-sarama-dev"
+clang libclang-rt-14-dev
+python3-lz4 python3-snappy python3-xxhash
+golang-go golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev
+golang-github-datadog-zstd-dev golang-github-davecgh-go-spew-dev
+golang-github-eapache-go-xerial-snappy-dev golang-github-golang-snappy-dev
+golang-github-pierrec-lz4-dev golang-github-rcrowley-go-metrics-dev golang-golang-x-net-dev
+golang-gopkg-eapache-go-resiliency.v1-dev golang-gopkg-eapache-queue.v1-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -22,8 +22,8 @@
 
 const struct api_entry api_table[API_COUNT] = {
 	[API_Produce] = { h_produce, 0, 8 },
-	[API_Fetch] = { h_fetch, 4, 11 },
-	[API_ListOffsets] = { h_list_offsets, 1, 7 },
+	[API_Fetch] = { h_fetch, 0, 11 },
+	[API_ListOffsets] = { h_list_offsets, 0, 7 },
 	[API_Metadata] = { h_metadata, 0, 8 },
 	[API_ApiVersions] = { h_api_versions, 0, 3 },
 	[API_CreateTopics] = { h_create_topics, 0, 4 },

@@ -28,6 +28,9 @@
  * FETCH_RECORDS_HARD_MAX, so a response frame (records plus per-partition
  * fields, which the request's own size bounds) never nears 2 GiB nor wraps
  * its int32 length.
+ *
+ * Fetch v0-v3 get the legacy message formats, converted in memory
+ * (broker/downconvert.h); Fetch below v10 gets no zstd data.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -35,6 +38,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/downconvert.h"
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
@@ -44,7 +48,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-/* A fetch's own state: file slices held by its response, and its parking. */
+/* A fetch's own state: file slices held by its response, Fetch v0-v3's converted message sets, and its parking. */
 struct fetch_hold {
 	struct fslice *slices; /* released with the request, or before a re-fill */
 	int n, cap;
@@ -52,6 +56,7 @@ struct fetch_hold {
 	struct fetch_park park;
 	size_t arena_parked; /* arena bytes when parked, counted in queued.max.request.bytes */
 	size_t arena_charged;
+	struct wr conv; /* Fetch v0-v3: the message sets, one after another */
 };
 
 #define FETCH_PARK_GROWTH_MAX (64 << 10) /* arena growth while parked before answering early */
@@ -65,6 +70,7 @@ static void fetch_release(struct req *rq)
 	for (int i = 0; i < h->n; i++)
 		fdref_put(h->slices[i].ref);
 	h->n = 0;
+	wr_release(&h->conv);
 }
 
 static void fetch_hold_add(struct req *rq, const struct fslice *s)
@@ -105,6 +111,53 @@ static void fetch_aborted(struct req *rq, struct part *part, int64_t from, int64
 	out->AbortedTransactions.n = n;
 }
 
+/*
+ * Fetch below v4 carries message sets (converted into the hold; the
+ * partition's Records point into it once the response is complete: see
+ * fetch_fix_conv), below v10 no zstd.  Returns true if it answered the
+ * partition (and put the reference on s), false if s is served as it is.
+ */
+static bool fetch_old_format(struct req *rq, struct topic *t, const struct FetchRequestPartition *in, struct fslice *s,
+			     int64_t max, bool min_one, struct FetchResponsePartition *out)
+{
+	struct fetch_hold *hold = rq->hold;
+	int magic = downconvert_magic(rq->hdr.api_version);
+	size_t start = hold->conv.len;
+	int err = 0;
+
+	if (t->cfg.compression_type == CONFIG_COMPRESSION_ZSTD || (magic == 2 && downconvert_has_zstd(s)))
+		err = -ENOTSUP;
+	else if (magic == 2)
+		return false;
+	else
+		err = downconvert_slice(s, magic, in->FetchOffset, max, min_one, &hold->conv);
+	fdref_put(s->ref);
+	if (err) {
+		out->ErrorCode = err == -ENOTSUP ? KERR_UNSUPPORTED_COMPRESSION_TYPE : KERR_KAFKA_STORAGE_ERROR;
+		return true;
+	}
+	out->Records.len = (int32_t)(hold->conv.len - start);
+	if (out->Records.len > 0) /* an offset into hold->conv until fetch_fix_conv */
+		out->Records.p = (const uint8_t *)(uintptr_t)start;
+	return true;
+}
+
+/* Turns the offsets fetch_old_format stored into pointers, now that hold->conv no longer moves. */
+static void fetch_fix_conv(struct req *rq, struct FetchResponse *resp)
+{
+	struct fetch_hold *hold = rq->hold;
+
+	if (rq->hdr.api_version >= 4)
+		return;
+	for (int32_t i = 0; i < resp->Responses.n; i++)
+		for (int32_t j = 0; j < resp->Responses.v[i].Partitions.n; j++) {
+			struct krecords *rec = &resp->Responses.v[i].Partitions.v[j].Records;
+
+			if (rec->len > 0 && !rec->file.ref)
+				rec->p = hold->conv.buf + (uintptr_t)rec->p;
+		}
+}
+
 /* Fills one partition; returns the record bytes it will carry. */
 static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, struct topic *t,
 			       const struct FetchRequestPartition *in, struct FetchResponsePartition *out, int64_t used)
@@ -139,6 +192,8 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 		fdref_put(s.ref); /* a first batch over the hard cap is never served */
 		return 0;
 	}
+	if (rq->hdr.api_version < 10 && fetch_old_format(rq, t, in, &s, max, used == 0, out))
+		return out->Records.len > 0 ? out->Records.len : 0;
 	fetch_hold_add(rq, &s);
 	if (f->IsolationLevel == 1) {
 		int64_t upper = part_read_upper(part, in->FetchOffset, &s);
@@ -189,6 +244,7 @@ static int64_t fetch_fill(struct req *rq, const struct FetchRequest *f, struct F
 		for (int32_t j = 0; j < ot->Partitions.n; j++)
 			bytes += fetch_partition(rq, f, t, &it->Partitions.v[j], &ot->Partitions.v[j], bytes);
 	}
+	fetch_fix_conv(rq, resp);
 	return bytes;
 }
 

@@ -1,7 +1,8 @@
 /*
  * h_offsets.c - ListOffsets: earliest (-2), latest (-1: the high
  * watermark, or the last stable offset for read_committed), max timestamp
- * (-3, v7+) and the first offset at or after a timestamp.
+ * (-3, v7+) and the first offset at or after a timestamp; v0 answers in
+ * its own form (list_offsets_old_style).
  */
 #include <stdint.h>
 
@@ -11,6 +12,7 @@
 #include "log/partition.h"
 #include "log/txnidx.h"
 #include "proto/kerr.h"
+#include "util/clock.h"
 
 #define LIST_OFFSETS_LATEST (-1)
 #define LIST_OFFSETS_EARLIEST (-2)
@@ -55,11 +57,33 @@ static void list_offsets_partition(struct req *rq, int8_t isolation, struct topi
 	out->Offset = offset;
 	out->Timestamp = ts;
 	out->LeaderEpoch = 0;
-	if (rq->hdr.api_version == 0 && offset >= 0) {
-		out->OldStyleOffsets.n = 1;
-		out->OldStyleOffsets.v = req_alloc(rq, 1, sizeof(int64_t));
-		out->OldStyleOffsets.v[0] = offset;
+}
+
+/*
+ * ListOffsets v0: Kafka's legacy answer, up to MaxNumOffsets segment base
+ * offsets (and the high watermark) before a time, newest first.
+ */
+static void list_offsets_old_style(struct req *rq, struct topic *t, const struct ListOffsetsRequestPartition *in,
+				   struct ListOffsetsResponsePartition *out)
+{
+	struct part *part = t ? registry_part(t, in->PartitionIndex) : NULL;
+	int max = in->MaxNumOffsets;
+
+	ListOffsetsResponsePartition_init(out);
+	out->PartitionIndex = in->PartitionIndex;
+	if (!part) {
+		out->ErrorCode = registry_part_error(t, in->PartitionIndex);
+		return;
 	}
+	if (in->Timestamp < -2) {
+		out->ErrorCode = KERR_UNSUPPORTED_VERSION;
+		return;
+	}
+	if (max > part_segment_count(part) + 1)
+		max = part_segment_count(part) + 1;
+	out->OldStyleOffsets.v = req_alloc(rq, max > 0 ? (size_t)max : 1, sizeof(int64_t));
+	out->OldStyleOffsets.n =
+		max > 0 ? part_offsets_before(part, in->Timestamp, clock_wall_ms(), out->OldStyleOffsets.v, max) : 0;
 }
 
 int h_list_offsets(struct req *rq, const void *in, void *out)
@@ -78,7 +102,11 @@ int h_list_offsets(struct req *rq, const void *in, void *out)
 		ot->Partitions.n = it->Partitions.n > 0 ? it->Partitions.n : 0;
 		ot->Partitions.v = req_alloc(rq, (size_t)ot->Partitions.n, sizeof(*ot->Partitions.v));
 		for (int32_t j = 0; j < ot->Partitions.n; j++)
-			list_offsets_partition(rq, lreq->IsolationLevel, t, &it->Partitions.v[j], &ot->Partitions.v[j]);
+			if (rq->hdr.api_version == 0)
+				list_offsets_old_style(rq, t, &it->Partitions.v[j], &ot->Partitions.v[j]);
+			else
+				list_offsets_partition(rq, lreq->IsolationLevel, t, &it->Partitions.v[j],
+						       &ot->Partitions.v[j]);
 	}
 	return H_REPLY;
 }

@@ -27,6 +27,9 @@
  * epoch.  A stray transactional batch would otherwise open a
  * transaction no coordinator will ever end, and hold the last stable
  * offset (and every read_committed consumer) at it for good.
+ *
+ * Produce v0-v2 may carry the legacy message formats 0/1: produce_convert
+ * turns them into one v2 batch first (proto/msgset.h), as Kafka 3.x does.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -43,6 +46,7 @@
 #include "log/pstate.h"
 #include "proto/codec.h"
 #include "proto/kerr.h"
+#include "proto/msgset.h"
 #include "proto/records.h"
 #include "proto/recompress.h"
 #include "proto/validate.h"
@@ -60,6 +64,8 @@ static int16_t produce_kerr(int err)
 		return KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
 	case -EINVAL:
 		return KERR_INVALID_RECORD;
+	case -ENOTSUP:
+		return KERR_UNSUPPORTED_COMPRESSION_TYPE;
 	default:
 		return KERR_KAFKA_STORAGE_ERROR;
 	}
@@ -216,6 +222,35 @@ out_reject:
 	return false;
 }
 
+#define PRODUCE_INFLATE_MAX (64 << 20) /* a legacy message set, decompressed */
+
+/*
+ * Produce v0-v2 may carry legacy message sets (magic 0/1): they become one
+ * v2 batch in the request's arena (proto/msgset.h), as Kafka 3.x converts
+ * them on append.  zstd needs Produce v7 (KIP-110).  Returns 0 or the
+ * error produce_kerr() maps.
+ */
+static int produce_convert(struct req *rq, struct bytes *rec)
+{
+	struct wr w;
+	uint8_t *p;
+	int rc;
+
+	if (rq->hdr.api_version < 7 && records_has_codec(rec->p, (size_t)rec->len, CODEC_ZSTD))
+		return -ENOTSUP;
+	if (rq->hdr.api_version >= 3 || !msgset_is_legacy(rec->p, (size_t)rec->len))
+		return 0;
+	wr_init(&w);
+	rc = msgset_to_batch(rec->p, (size_t)rec->len, PRODUCE_INFLATE_MAX, &w);
+	if (!rc) {
+		p = req_alloc(rq, w.len, 1);
+		memcpy(p, w.buf, w.len);
+		*rec = (struct bytes){ p, (int32_t)w.len };
+	}
+	wr_release(&w);
+	return rc;
+}
+
 /* Appends one partition's records; returns the fsync ticket needed (0 = none). */
 static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 				  const struct ProduceRequestPartition *in, struct ProduceResponsePartition *out)
@@ -224,7 +259,8 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 	struct part *part = registry_part(t, in->Index);
 	struct part_append_info info;
 	int64_t now_ms = clock_wall_ms();
-	struct ProduceRequestPartition rin = *in; /* Records re-encoded for compression.type */
+	struct ProduceRequestPartition rin = *in;              /* Records re-encoded for compression.type */
+	struct bytes rec = { in->Records.p, in->Records.len }; /* message formats 0/1 converted to v2 */
 	int err = 0;
 	bool dup;
 
@@ -241,9 +277,16 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 		out->ErrorCode = KERR_NOT_ENOUGH_REPLICAS;
 		return 0;
 	}
-	/* the records are a view into rq->frame, which this request owns */
-	if (!produce_check(rq, t, (uint8_t *)in->Records.p, (size_t)in->Records.len, now_ms, out))
+	err = produce_convert(rq, &rec);
+	if (err) {
+		out->ErrorCode = produce_kerr(err);
 		return 0;
+	}
+	/* the records are a view into rq->frame (or rq's arena), which this request owns */
+	if (!produce_check(rq, t, (uint8_t *)rec.p, (size_t)rec.len, now_ms, out))
+		return 0;
+	rin.Records.p = rec.p;
+	rin.Records.len = rec.len;
 	err = produce_recompress(rq, t, &rin.Records);
 	if (err) {
 		out->ErrorCode = produce_kerr(err);
@@ -337,8 +380,6 @@ int h_produce(struct req *rq, const void *in, void *out)
 	struct ProduceResponse *resp = out;
 	uint64_t ticket = 0;
 
-	if (rq->hdr.api_version < 3)
-		return H_CLOSE; /* message formats v0/v1 are not stored (as Kafka 4) */
 	resp->Responses.n = preq->TopicData.n > 0 ? preq->TopicData.n : 0;
 	resp->Responses.v = req_alloc(rq, (size_t)resp->Responses.n, sizeof(*resp->Responses.v));
 	for (int32_t i = 0; i < resp->Responses.n; i++) {

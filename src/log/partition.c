@@ -915,6 +915,42 @@ int part_max_timestamp(struct part *part, int64_t *offset_out, int64_t *ts_out)
 	return 0;
 }
 
+/* A segment's time for ListOffsets v0: its .log file's modification time in ms (0 if unknown). */
+static int64_t part_seg_mtime_ms(const struct seg *seg)
+{
+	struct stat st;
+
+	if (fstat(seg->log->fd, &st) < 0)
+		return 0;
+	return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
+int part_offsets_before(struct part *part, int64_t ts, int64_t now_ms, int64_t *out, int max)
+{
+	int n = part->nsegs + (part_active(part)->size > 0 ? 1 : 0), start = n - 1, count = 0, above = 0;
+	int64_t hw = part_high_watermark(part);
+
+	if (ts == -2) /* earliest */
+		start = 0;
+	else if (ts != -1) /* a time: the newest entry not after it */
+		while (start >= 0 && (start == part->nsegs ? now_ms : part_seg_mtime_ms(part->segs[start])) > ts)
+			start--;
+	for (int i = start; i >= 0 && count < max; i--) {
+		int64_t base = i == part->nsegs ? part->leo : part->segs[i]->base_offset;
+
+		out[count++] = base > part->log_start_offset ? base : part->log_start_offset;
+	}
+	/* a consumer sees nothing past the high watermark: it replaces the offsets above it (Kafka) */
+	while (above < count && out[above] > hw)
+		above++;
+	if (above) {
+		memmove(out + 1, out + above, (size_t)(count - above) * sizeof(*out));
+		out[0] = hw;
+		count -= above - 1;
+	}
+	return count;
+}
+
 /* ---- leader epochs ---- */
 
 int32_t part_leader_epoch(const struct part *part)

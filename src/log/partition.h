@@ -130,6 +130,17 @@ int part_offset_for_time(struct part *part, int64_t ts, int64_t *offset_out, int
 int part_max_timestamp(struct part *part, int64_t *offset_out, int64_t *ts_out);
 
 /*
+ * ListOffsets v0 (Kafka's legacy offsets-before): fills out with up to max
+ * offsets in descending order, from the entries [base offset (at least the
+ * log start) of each segment at its .log file's modification time, then
+ * the log end offset at now_ms if the active segment holds data], starting
+ * at the last entry (ts -1, latest), the first (ts -2, earliest) or the
+ * newest entry whose time <= ts; offsets above the high watermark give way
+ * to it (as Kafka answers consumers).  Returns the count.
+ */
+int part_offsets_before(struct part *part, int64_t ts, int64_t now_ms, int64_t *out, int max);
+
+/*
  * DeleteRecords: moves the log start to offset (<= HW; else -ERANGE),
  * persisting it, and deletes whole segments below it (never the active one).
  */

@@ -117,10 +117,12 @@ void records_set_max_timestamp(uint8_t *p, size_t len, int64_t ts)
 struct batch_spec {
 	int64_t base_offset;
 	int16_t attributes;
-	int64_t ts_ms;
+	int64_t ts_ms;     /* baseTimestamp */
+	int64_t max_ts_ms; /* maxTimestamp */
 	int64_t producer_id;
 	int16_t producer_epoch;
 	int32_t base_sequence;
+	const int64_t *rec_ts_ms; /* per-record timestamps, or NULL: all ts_ms */
 };
 
 static size_t bytes_len_size(int32_t len)
@@ -128,14 +130,14 @@ static size_t bytes_len_size(int32_t len)
 	return varint_size(len) + (len > 0 ? (size_t)len : 0);
 }
 
-static void record_write(struct wr *w, int32_t offset_delta, const struct rec_kv *kv)
+static void record_write(struct wr *w, int32_t offset_delta, int64_t ts_delta, const struct rec_kv *kv)
 {
-	size_t body = 1 + varlong_size(0) + varint_size(offset_delta) + bytes_len_size(kv->key_len) +
+	size_t body = 1 + varlong_size(ts_delta) + varint_size(offset_delta) + bytes_len_size(kv->key_len) +
 		      bytes_len_size(kv->value_len) + varint_size(0);
 
 	wr_varint(w, (int32_t)body);
-	wr_i8(w, 0);      /* attributes */
-	wr_varlong(w, 0); /* timestampDelta */
+	wr_i8(w, 0); /* attributes */
+	wr_varlong(w, ts_delta);
 	wr_varint(w, offset_delta);
 	wr_varint(w, kv->key_len);
 	if (kv->key_len > 0)
@@ -146,10 +148,29 @@ static void record_write(struct wr *w, int32_t offset_delta, const struct rec_kv
 	wr_varint(w, 0); /* headers */
 }
 
+/* The records of a batch, compressed with the codec in s->attributes. */
+static int batch_write_records(struct wr *w, const struct batch_spec *s, const struct rec_kv *recs, int n)
+{
+	int codec = s->attributes & RECORDS_ATTR_CODEC_MASK;
+	struct wr plain, *out = codec ? &plain : w;
+	int rc = 0;
+
+	wr_init(&plain);
+	for (int i = 0; i < n; i++)
+		record_write(out, i, s->rec_ts_ms ? (int64_t)((uint64_t)s->rec_ts_ms[i] - (uint64_t)s->ts_ms) : 0,
+			     &recs[i]);
+	rc = out->err;
+	if (!rc && codec)
+		rc = codec_compress(codec, CODEC_LEVEL_DEFAULT, plain.buf, plain.len, w);
+	wr_release(&plain);
+	return rc;
+}
+
 static int batch_write(struct wr *w, const struct batch_spec *s, const struct rec_kv *recs, int n)
 {
 	size_t start = w->len, len_at;
 	uint32_t crc;
+	int rc;
 
 	wr_i64(w, s->base_offset);
 	len_at = wr_i32(w, 0);
@@ -159,15 +180,16 @@ static int batch_write(struct wr *w, const struct batch_spec *s, const struct re
 	wr_i16(w, s->attributes);
 	wr_i32(w, n - 1);
 	wr_i64(w, s->ts_ms);
-	wr_i64(w, s->ts_ms);
+	wr_i64(w, s->max_ts_ms);
 	wr_i64(w, s->producer_id);
 	wr_i16(w, s->producer_epoch);
 	wr_i32(w, s->base_sequence);
 	wr_i32(w, n);
-	for (int i = 0; i < n; i++)
-		record_write(w, i, &recs[i]);
-	if (w->err)
-		return w->err;
+	rc = batch_write_records(w, s, recs, n);
+	if (rc || w->err) {
+		w->len = start;
+		return rc ? rc : w->err;
+	}
 	wr_patch_i32(w, len_at, (int32_t)(w->len - start - RECORDS_LOG_OVERHEAD));
 	crc = crc32c(w->buf + start + RECORDS_ATTR_OFF, w->len - start - RECORDS_ATTR_OFF);
 	wr_patch_u32(w, start + RECORDS_CRC_OFF, crc);
@@ -176,10 +198,31 @@ static int batch_write(struct wr *w, const struct batch_spec *s, const struct re
 
 int records_build(struct wr *w, int64_t base_offset, int64_t ts_ms, const struct rec_kv *recs, int n)
 {
-	struct batch_spec s = { base_offset, 0, ts_ms, -1, -1, -1 };
+	struct batch_spec s = { .base_offset = base_offset,
+				.ts_ms = ts_ms,
+				.max_ts_ms = ts_ms,
+				.producer_id = -1,
+				.producer_epoch = -1,
+				.base_sequence = -1 };
 
 	if (n < 1)
 		return -EINVAL;
+	return batch_write(w, &s, recs, n);
+}
+
+int records_build_ts(struct wr *w, const struct rec_kv *recs, const int64_t *ts_ms, int n, int codec)
+{
+	struct batch_spec s = { .attributes = (int16_t)codec,
+				.producer_id = -1,
+				.producer_epoch = -1,
+				.base_sequence = -1,
+				.rec_ts_ms = ts_ms };
+
+	if (n < 1 || codec < 0 || codec > CODEC_MAX)
+		return -EINVAL;
+	s.ts_ms = s.max_ts_ms = ts_ms[0];
+	for (int i = 1; i < n; i++)
+		s.max_ts_ms = ts_ms[i] > s.max_ts_ms ? ts_ms[i] : s.max_ts_ms;
 	return batch_write(w, &s, recs, n);
 }
 
@@ -187,7 +230,12 @@ int records_build(struct wr *w, int64_t base_offset, int64_t ts_ms, const struct
 int records_build_txn(struct wr *w, int64_t ts_ms, int64_t producer_id, int16_t producer_epoch,
 		      const struct rec_kv *recs, int n)
 {
-	struct batch_spec s = { 0, RECORDS_ATTR_TRANSACTIONAL, ts_ms, producer_id, producer_epoch, -1 };
+	struct batch_spec s = { .attributes = RECORDS_ATTR_TRANSACTIONAL,
+				.ts_ms = ts_ms,
+				.max_ts_ms = ts_ms,
+				.producer_id = producer_id,
+				.producer_epoch = producer_epoch,
+				.base_sequence = -1 };
 
 	if (n < 1)
 		return -EINVAL;
@@ -197,9 +245,12 @@ int records_build_txn(struct wr *w, int64_t ts_ms, int64_t producer_id, int16_t 
 int records_build_control(struct wr *w, int64_t producer_id, int16_t producer_epoch, bool commit,
 			  int32_t coordinator_epoch, int64_t ts_ms)
 {
-	struct batch_spec s = {
-		0, RECORDS_ATTR_TRANSACTIONAL | RECORDS_ATTR_CONTROL, ts_ms, producer_id, producer_epoch, -1
-	};
+	struct batch_spec s = { .attributes = RECORDS_ATTR_TRANSACTIONAL | RECORDS_ATTR_CONTROL,
+				.ts_ms = ts_ms,
+				.max_ts_ms = ts_ms,
+				.producer_id = producer_id,
+				.producer_epoch = producer_epoch,
+				.base_sequence = -1 };
 	uint8_t key[4], value[6];
 	struct rec_kv kv = { key, sizeof(key), value, sizeof(value) };
 
@@ -300,12 +351,17 @@ int records_find_time(const uint8_t *p, const struct batch_hdr *h, int64_t ts, i
 
 int records_foreach(const uint8_t *p, const struct batch_hdr *h, records_fn *fn, void *arg)
 {
+	if (h->attributes & RECORDS_ATTR_CODEC_MASK)
+		return -EPROTO;
+	return records_foreach_body(p + RECORDS_HDR_SIZE, (size_t)(h->size - RECORDS_HDR_SIZE), h, fn, arg);
+}
+
+int records_foreach_body(const uint8_t *body_p, size_t body_len, const struct batch_hdr *h, records_fn *fn, void *arg)
+{
 	struct rd r;
 	int err = 0;
 
-	if (h->attributes & RECORDS_ATTR_CODEC_MASK)
-		return -EPROTO;
-	rd_init(&r, p + RECORDS_HDR_SIZE, (size_t)(h->size - RECORDS_HDR_SIZE));
+	rd_init(&r, body_p, body_len);
 	for (int32_t i = 0; !err && i < h->record_count; i++) {
 		struct record rec = { .key = { NULL, -1 }, .value = { NULL, -1 } };
 		int32_t len = rd_varint(&r), klen, vlen;
@@ -329,4 +385,14 @@ int records_foreach(const uint8_t *p, const struct batch_hdr *h, records_fn *fn,
 		err = fn(arg, &rec);
 	}
 	return err;
+}
+
+bool records_has_codec(const uint8_t *p, size_t len, int codec)
+{
+	struct batch_hdr h;
+
+	for (size_t off = 0; off < len && !records_hdr_parse(p + off, len - off, &h); off += (size_t)h.size)
+		if ((h.attributes & RECORDS_ATTR_CODEC_MASK) == codec)
+			return true;
+	return false;
 }

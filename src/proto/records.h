@@ -132,6 +132,15 @@ struct rec_kv {
 int records_build(struct wr *w, int64_t base_offset, int64_t ts_ms, const struct rec_kv *recs, int n);
 
 /*
+ * Appends one non-transactional batch of n records (baseOffset 0, offsets
+ * 0..n-1, producerId -1) with their own timestamps ts_ms[i] (-1 = none),
+ * its body compressed with codec (proto/codec.h).  The message format
+ * conversion of legacy Produce requests builds its batch with this.
+ * Returns 0 or -ENOMEM / -EINVAL (n < 1 or an unknown codec) / -EIO.
+ */
+int records_build_ts(struct wr *w, const struct rec_kv *recs, const int64_t *ts_ms, int n, int codec);
+
+/*
  * Transactions: like records_build() (baseOffset 0) but transactional, of
  * producer_id/producer_epoch, baseSequence -1 (the transaction coordinator's
  * TxnOffsetCommit batches).  Returns 0 or -ENOMEM / -EINVAL (n < 1).
@@ -163,6 +172,15 @@ typedef int records_fn(void *arg, const struct record *rec);
  * batch (the broker does not decompress) or -EBADMSG for a malformed one.
  */
 int records_foreach(const uint8_t *p, const struct batch_hdr *h, records_fn *fn, void *arg);
+/*
+ * Like records_foreach() over the records of batch h held in body
+ * (h's body, already decompressed by the caller).  Returns 0, fn's
+ * non-zero value or -EBADMSG.
+ */
+int records_foreach_body(const uint8_t *body, size_t body_len, const struct batch_hdr *h, records_fn *fn, void *arg);
+
+/* True if any batch header in the blob p..len names codec (the walk stops at the first bad header). */
+bool records_has_codec(const uint8_t *p, size_t len, int codec);
 
 /*
  * ListOffsets by timestamp inside one whole batch p (header h): the first

@@ -217,7 +217,7 @@ uint8_t *wr_reserve(struct wr *w, size_t n)
 {
 	if (w->err)
 		return NULL;
-	if (w->len + n > w->cap) {
+	if (w->len + n > w->cap || !w->buf) { /* n == 0 on an empty writer still gets a buffer */
 		size_t cap = w->cap ? w->cap : 256;
 		uint8_t *nb;
 

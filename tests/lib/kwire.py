@@ -9,6 +9,7 @@ per the Kafka protocol guide; see /work/shared/PROTOCOL-NOTES.md section 5.
 import socket
 import struct
 import time
+import zlib
 
 # -- CRC-32C (Castagnoli), table driven -------------------------------------
 
@@ -241,3 +242,36 @@ def record_batch(kvs, base_ts=1700000000000, record_count=None):
     crc = crc32c(after_crc)
     tail = i32(-1) + i8(2) + struct.pack(">I", crc) + after_crc  # partitionLeaderEpoch .. end
     return i64(0) + i32(len(tail)) + tail
+
+
+# -- legacy message sets (magic 0 and 1) -------------------------------------
+
+def legacy_message(offset, key, value, magic=0, attributes=0, timestamp=-1, crc_ok=True):
+    """One message of format magic 0 or 1 with its CRC-32 (IEEE)."""
+    body = i8(magic) + i8(attributes) + (i64(timestamp) if magic == 1 else b"") + nbytes(key) + nbytes(value)
+    crc = zlib.crc32(body) ^ (0 if crc_ok else 1)
+    msg = struct.pack(">I", crc) + body
+    return i64(offset) + i32(len(msg)) + msg
+
+
+def parse_message_set(data):
+    """-> [dict(offset, magic, attributes, timestamp, key, value, crc_ok)]; a
+    partial trailing message is ignored (as clients do)."""
+    out = []
+    r = Reader(data)
+    while r.left() >= 12:
+        offset, size = r.i64(), r.i32()
+        if size > r.left():
+            break
+        body = r.take(size)
+        (crc,) = struct.unpack(">I", body[:4])
+        m = Reader(body[4:])
+        magic, attributes = m.i8(), m.i8()
+        ts = m.i64() if magic == 1 else -1
+        klen = m.i32()
+        key = None if klen < 0 else m.take(klen)
+        vlen = m.i32()
+        value = None if vlen < 0 else m.take(vlen)
+        out.append(dict(offset=offset, magic=magic, attributes=attributes, timestamp=ts, key=key, value=value,
+                        crc_ok=crc == zlib.crc32(body[4:]), left=m.left()))
+    return out

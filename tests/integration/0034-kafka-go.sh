@@ -1,0 +1,21 @@
+#!/bin/bash
+# Go segmentio/kafka-go 0.2 (Debian) against the broker: Writer (Produce v2,
+# message format 1), partition Readers (Fetch v2) and a group Reader
+# (GroupID) that resumes from its committed offsets, for each codec kafka-go
+# has (tests/go/kafka-go-client/main.go does the checks: every message
+# exactly once and in order per partition).
+. "$(dirname "$0")/../lib/broker.sh"
+
+case "$BUILD" in /*) client="$BUILD/bin/go/kafka-go-client" ;; *) client="$REPO_ROOT/$BUILD/bin/go/kafka-go-client" ;; esac
+make --no-print-directory -C "$REPO_ROOT" BUILD="$BUILD" "$BUILD/bin/go/kafka-go-client" >"${TMPDIR:-/tmp}/kafka-go-build-$$.log" 2>&1 ||
+	{ cat "${TMPDIR:-/tmp}/kafka-go-build-$$.log"; rm -f "${TMPDIR:-/tmp}/kafka-go-build-$$.log"; fail "building $client"; }
+rm -f "${TMPDIR:-/tmp}/kafka-go-build-$$.log"
+
+broker_start --override auto.create.topics.enable=true --override num.partitions=3
+
+for c in none gzip snappy lz4; do
+	log "kafka-go, codec $c"
+	timeout 180 "$client" -bootstrap "$BROKER_ADDR" -codec "$c" -topic "kafka-go-$c" || fail "kafka-go-client -codec $c failed"
+done
+broker_alive || fail "broker died"
+it_pass
