@@ -7,7 +7,9 @@ stayed empty and ListOffsets by timestamp answered -1 for all of it.
 Builds 1034-sarama-maxts.go in GOPATH mode against Debian's Go packages (no
 network), produces 20 records with CreateTime t0 + i s for each codec, and
 checks sarama's own GetOffset, confluent-kafka's offsets_for_times and the
-stored batch headers.
+stored batch headers. zstd is left out: sarama 1.22 sends it in Produce v3,
+and a broker refuses zstd below Produce v7 (UNSUPPORTED_COMPRESSION_TYPE, as
+Kafka; 0030 and 0033 check that refusal).
 """
 import os
 import subprocess
@@ -39,7 +41,7 @@ def test():
         exe = build(b.tmp)
         t0 = int(time.time() * 1000) - 600 * 1000
         c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "sarama"})
-        for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+        for codec in ("none", "gzip", "snappy", "lz4"):
             topic = "sarama-" + codec
             out = subprocess.run([exe, b.bootstrap, topic, str(t0), codec, str(N)], capture_output=True, text=True,
                                  timeout=60)
