@@ -101,6 +101,12 @@ void registry_fail_dir(struct registry *reg, int err)
 			  reg->dir, strerror(-err));
 }
 
+/* durable_on_fail hook: a sync of any file or directory in the log dir failed. */
+static void registry_on_sync_fail(void *arg, int err)
+{
+	registry_fail_dir(arg, err);
+}
+
 bool registry_dir_failed(const struct registry *reg)
 {
 	return __atomic_load_n(&reg->dir_err, __ATOMIC_ACQUIRE) != 0;
@@ -242,7 +248,7 @@ static int registry_set_aside(struct registry *reg, const char *path, const char
 		err = -errno;
 		goto out_free;
 	}
-	if (sync && (err = durable_sync_dir(reg->dir)) < 0)
+	if (sync && (err = durable_sync_dir(reg->dir)) < 0) /* a failed sync took the dir offline */
 		log_error("cannot sync '%s' after renaming '%s': %s", reg->dir, path, strerror(-err));
 	if (dirdel_add(reg->dirdel, aside) < 0)
 		log_error("cannot queue '%s' for removal (removed at the next start)", aside);
@@ -706,6 +712,7 @@ static void registry_abort(struct registry *reg)
 	}
 	if (reg->dirdel)
 		dirdel_stop(reg->dirdel);
+	durable_on_fail(NULL, NULL);
 	free(reg->topics);
 	free(reg->dir);
 	free(reg);
@@ -762,6 +769,7 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 		return -ENOMEM;
 	}
 	reg->dir[strcspn(reg->dir, ",")] = '\0'; /* one log dir on a single node */
+	durable_on_fail(registry_on_sync_fail, reg);
 	err = dirdel_start(&reg->dirdel);
 	if (!err)
 		err = registry_prepare_dir(reg);
@@ -817,6 +825,7 @@ void registry_close(struct registry *reg)
 		err = durable_replace_path(marker, "", 0);
 	else
 		log_error("final sync failed (%s): no clean-shutdown marker, the next start recovers", strerror(-err));
+	durable_on_fail(NULL, NULL);
 	free(reg->topics);
 	free(reg->dir);
 	free(reg);
