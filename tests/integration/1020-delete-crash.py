@@ -107,7 +107,9 @@ def check_gone(b, name):
 
 def test():
     trace_path = None
-    with Broker(overrides={"num.partitions": "1", "auto.create.topics.enable": "false"}) as b:
+    # log.segment.delete.delay.ms=0: the -delete directories go at once (1041 tests the delay)
+    over = {"num.partitions": "1", "auto.create.topics.enable": "false", "log.segment.delete.delay.ms": "0"}
+    with Broker(overrides=over) as b:
         trace_path = os.path.join(b.tmp, "fstrace.log")
         b.env.update({"LD_PRELOAD": build_bin("lib", "fstrace.so"), "FSTRACE_LOG": trace_path,
                       "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"})
