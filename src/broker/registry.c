@@ -831,6 +831,7 @@ void registry_close(struct registry *reg)
 	}
 	dirdel_stop(reg->dirdel); /* what is still queued is found again at the next start */
 	snprintf(marker, sizeof(marker), "%s/%s", reg->dir, CLEAN_MARKER);
+	failed |= registry_dir_failed(reg); /* e.g. a producer snapshot written at close */
 	if (failed)
 		log_error("log dir '%s' failed: not marked as cleanly shut down, the next start recovers it", reg->dir);
 	else if (!err) /* only a fully synced log may skip recovery */

@@ -4,7 +4,7 @@
 A failed fsync is final (docs/durability.md, "When a sync fails"), not only
 in the rounds that sync segments for acks=all: the producer snapshot a
 segment roll writes, the recovery-point checkpoint, any file or directory
-the broker syncs.  The broker runs under tests/lib/syncshim.so; three runs:
+the broker syncs.  The broker runs under tests/lib/syncshim.so; four runs:
 
 - checkpoint: the fsync of recovery-point-offset-checkpoint.tmp fails
   (written every log.flush.offset.checkpoint.interval.ms).  Afterwards an
@@ -18,6 +18,8 @@ the broker syncs.  The broker runs under tests/lib/syncshim.so; three runs:
 - offsets: the sync round of an OffsetCommit's __consumer_offsets append
   fails; the commit answers an error and OffsetFetch must not serve the
   appended but never synced offset.
+- close: the fsync of the producer snapshot written at SIGTERM fails; the
+  shutdown must not be marked clean.
 Runtime ~10 s.
 """
 import os
@@ -113,6 +115,19 @@ def run_snapshot(shim):
         check(not os.path.exists(os.path.join(b.data_dir, MARKER)), "no clean-shutdown marker")
 
 
+def run_close(shim):
+    with Broker(overrides={"num.partitions": "1"}, env=shim.env()) as b:
+        c = iw.Client(b.port)
+        pid, epoch = c.init_pid()
+        eq(c.produce(TOPIC, 0, iw.batch(2, pid, epoch, 0, value=b"m"))[0], 0, "idempotent produce")
+        c.close()
+        shim.fail_next(".snapshot.tmp")
+        eq(b.stop(), 0, "exit status after SIGTERM")
+        check(not shim.fail_pending(), "the shutdown wrote a producer snapshot")
+        check(not os.path.exists(os.path.join(b.data_dir, MARKER)),
+              "no clean-shutdown marker after the snapshot's fsync failed at close")
+
+
 def run_offsets(shim):
     with Broker(overrides={"num.partitions": "1"}, env=shim.env()) as b:
         c = iw.Client(b.port)
@@ -139,6 +154,7 @@ def test():
     run_checkpoint(SyncShim())
     run_snapshot(SyncShim())
     run_offsets(SyncShim())
+    run_close(SyncShim())
 
 
 main(test)
