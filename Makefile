@@ -45,16 +45,15 @@ GO_ENV   = GO111MODULE=off GOFLAGS= GOPATH=$(abspath $(BUILD))/gopath:/usr/share
 	   GOCACHE=$(abspath $(BUILD))/gocache CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations"
 
 # LD_PRELOAD shims of the durability and crash-safety tests, never sanitized
-# (tests/lib/syncshim.c, tests/lib/fstrace.c)
+# (tests/lib/syncshim.c)
 SYNCSHIM := $(BUILD)/lib/syncshim.so
-FSTRACE  := $(BUILD)/bin/lib/fstrace.so
 
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/bin/unit/%,$(UNIT_SRC))
 
 .PHONY: all deps run test unit integration clean style install bench fuzz fuzz-smoke sanitize-smoke go-tests test-powercut
 .SECONDARY:
-all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS) $(SYNCSHIM) $(FSTRACE)
+all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS) $(SYNCSHIM)
 
 deps:
 	@sh mk/deps.sh
@@ -100,10 +99,6 @@ go-tests: $(GO_TESTS)
 $(SYNCSHIM): tests/lib/syncshim.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -shared -fPIC $< -o $@ -ldl
-
-$(FSTRACE): tests/lib/fstrace.c
-	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC -shared $< -o $@ -ldl
 
 run: deps $(BROKER)
 	@mkdir -p data

@@ -128,8 +128,8 @@ static const struct conf_def defs[] = {
 	I32("log.index.size.max.bytes", log_index_size_max_bytes, 4, I32MAX, "10485760", true,
 	    "Largest offset or time index file; a full index rolls the segment."),
 	I64("log.segment.delete.delay.ms", log_segment_delete_delay_ms, 0, I64MAX, "60000", true,
-	    "Delay between unlinking a deleted segment from the log and removing its files; used by background "
-	    "deletion. Default topic `file.delete.delay.ms`."),
+	    "Default of the topic key `file.delete.delay.ms` (how long a deleted topic's `*-delete` directories "
+	    "stay before removal), and the delay for `*-delete` directories found at start-up."),
 	ENUM("log.preallocate", log_preallocate, "false", "false", true,
 	     "Not supported: only `false` is accepted (segment files grow as they are written)."),
 	ENUM("log.cleanup.policy", log_cleanup_policy, CONFIG_CLEANUP_VALUES, "delete", true,

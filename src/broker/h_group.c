@@ -156,6 +156,8 @@ void groups_stop(struct broker *b)
 /* The shared preamble: the coordinator, with __consumer_offsets open; NULL if it cannot be. */
 struct group_coord *groups_coord(struct broker *b)
 {
+	if (registry_dir_failed(b->reg))
+		return NULL; /* offsets appended but never synced must not be served */
 	if (!group_coord_attached(b->groups) && h_group_attach(b, true) < 0)
 		return NULL;
 	return group_coord_attached(b->groups) ? b->groups : NULL;

@@ -176,14 +176,25 @@ void txns_stop(struct broker *b)
 	b->txns = NULL;
 }
 
-/* The shared preamble: the coordinator with __transaction_state open; NULL if it cannot be. */
-static struct txn_coord *h_txn_coord(struct req *rq)
+/* The coordinator with __transaction_state open, for reading its state; NULL if it cannot be. */
+static struct txn_coord *h_txn_coord_read(struct req *rq)
 {
 	struct broker *b = rq->b;
 
 	if (!txn_coord_attached(b->txns) && h_txn_attach(b, true) < 0)
 		return NULL;
 	return txn_coord_attached(b->txns) ? b->txns : NULL;
+}
+
+/*
+ * The shared preamble of the requests that change transactions: NULL
+ * (COORDINATOR_NOT_AVAILABLE) also once the log dir failed, as nothing
+ * written can become durable any more.  Describe and List still answer
+ * what the coordinator holds.
+ */
+static struct txn_coord *h_txn_coord(struct req *rq)
+{
+	return registry_dir_failed(rq->b->reg) ? NULL : h_txn_coord_read(rq);
 }
 
 /* PRODUCER_FENCED only from version fenced_from on (PROTOCOL-NOTES §5.25a). */
@@ -593,7 +604,7 @@ int h_describe_transactions(struct req *rq, const void *in, void *out)
 {
 	const struct DescribeTransactionsRequest *d = in;
 	struct DescribeTransactionsResponse *resp = out;
-	struct txn_coord *tc = h_txn_coord(rq);
+	struct txn_coord *tc = h_txn_coord_read(rq);
 
 	resp->TransactionStates.n = d->TransactionalIds.n > 0 ? d->TransactionalIds.n : 0;
 	resp->TransactionStates.v =
@@ -678,7 +689,7 @@ int h_list_transactions(struct req *rq, const void *in, void *out)
 	const struct ListTransactionsRequest *f = in;
 	struct ListTransactionsResponse *resp = out;
 	struct h_txn_list l = { rq, f, resp, 0, clock_wall_ms() };
-	struct txn_coord *tc = h_txn_coord(rq);
+	struct txn_coord *tc = h_txn_coord_read(rq);
 	int32_t unknown = 0;
 
 	resp->UnknownStateFilters.v = req_alloc(rq, (size_t)(f->StateFilters.n > 0 ? f->StateFilters.n : 0),

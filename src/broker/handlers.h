@@ -81,7 +81,10 @@ int h_describe_producers(struct req *rq, const void *in, void *out);
 int h_write_txn_markers(struct req *rq, const void *in, void *out);
 /* h_idem.c: a new producer id from the broker's allocator (transactional ids too).  0 or -errno. */
 int idem_next_producer_id(struct broker *b, int64_t *id);
-/* h_group.c: the group coordinator with __consumer_offsets open (created if needed); NULL if it cannot be. */
+/*
+ * h_group.c: the group coordinator with __consumer_offsets open (created if needed); NULL if it cannot be
+ * or the log dir failed (registry_fail_dir: COORDINATOR_NOT_AVAILABLE from then on).
+ */
 struct group_coord *groups_coord(struct broker *b);
 
 #endif

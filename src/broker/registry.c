@@ -101,6 +101,12 @@ void registry_fail_dir(struct registry *reg, int err)
 			  reg->dir, strerror(-err));
 }
 
+/* durable_on_fail hook: a sync of any file or directory in the log dir failed. */
+static void registry_on_sync_fail(void *arg, int err)
+{
+	registry_fail_dir(arg, err);
+}
+
 bool registry_dir_failed(const struct registry *reg)
 {
 	return __atomic_load_n(&reg->dir_err, __ATOMIC_ACQUIRE) != 0;
@@ -227,11 +233,13 @@ static bool part_dir_is_aside(const char *name)
 
 /*
  * Renames the directory at path to a -delete name and queues it for the
- * background removal.  sync: fsync the log dir before returning (else the
- * caller does it).  0 once renamed (a failed fsync or queueing is logged),
- * or -errno from rename with path left as it was.
+ * background removal delay_ms later (file.delete.delay.ms).  sync: fsync
+ * the log dir before returning (else the caller does it).  0 once renamed
+ * (a failed fsync or queueing is logged), or -errno from rename with path
+ * left as it was.
  */
-static int registry_set_aside(struct registry *reg, const char *path, const char *topic, int32_t p, bool sync)
+static int registry_set_aside(struct registry *reg, const char *path, const char *topic, int32_t p, bool sync,
+			      int64_t delay_ms)
 {
 	char *aside = part_dir_aside(reg, topic, p, DELETE_SUFFIX);
 	int err = 0;
@@ -242,9 +250,9 @@ static int registry_set_aside(struct registry *reg, const char *path, const char
 		err = -errno;
 		goto out_free;
 	}
-	if (sync && (err = durable_sync_dir(reg->dir)) < 0)
+	if (sync && (err = durable_sync_dir(reg->dir)) < 0) /* a failed sync took the dir offline */
 		log_error("cannot sync '%s' after renaming '%s': %s", reg->dir, path, strerror(-err));
-	if (dirdel_add(reg->dirdel, aside) < 0)
+	if (dirdel_add(reg->dirdel, aside, delay_ms) < 0)
 		log_error("cannot queue '%s' for removal (removed at the next start)", aside);
 	err = 0;
 out_free:
@@ -590,15 +598,23 @@ static struct topic *registry_found(struct registry *reg, const char *topic, int
 	return t;
 }
 
-/* Queues a directory left set aside by a delete or create that a crash or stop interrupted. */
+/*
+ * Queues a directory left set aside by a delete or create that a crash or
+ * stop interrupted.  A deleted partition waits log.segment.delete.delay.ms
+ * again, as Kafka's start-up does; a create's staging directory never held
+ * anything readable and goes at once.
+ */
 static void registry_queue_leftover(struct registry *reg, const char *name)
 {
+	size_t n = strlen(name);
+	bool deleted = n > strlen(DELETE_SUFFIX) && !strcmp(name + n - strlen(DELETE_SUFFIX), DELETE_SUFFIX);
+	int64_t delay_ms = deleted ? reg->cfg->log_segment_delete_delay_ms : 0;
 	char *path = NULL;
 
 	if (asprintf(&path, "%s/%s", reg->dir, name) < 0)
 		return;
-	log_info("removing '%s', left from a deleted or unfinished topic", path);
-	if (dirdel_add(reg->dirdel, path) < 0)
+	log_info("removing '%s' in %lld ms, left from a deleted or unfinished topic", path, (long long)delay_ms);
+	if (dirdel_add(reg->dirdel, path, delay_ms) < 0)
 		log_warn("cannot queue '%s' for removal", path);
 	free(path);
 }
@@ -625,7 +641,9 @@ static void registry_drop_incomplete(struct registry *reg)
 			 t->name, t->nparts - 1);
 		for (int32_t p = 1; p < t->nparts; p++) {
 			snprintf(path, sizeof(path), "%s/%s-%d", reg->dir, t->name, p);
-			if (access(path, F_OK) == 0 && (err = registry_set_aside(reg, path, t->name, p, false)) < 0)
+			if (access(path, F_OK) == 0 &&
+			    (err = registry_set_aside(reg, path, t->name, p, false,
+						      reg->cfg->log_segment_delete_delay_ms)) < 0)
 				log_error("cannot set '%s' aside: %s", path, strerror(-err));
 		}
 		registry_remove(reg, t);
@@ -706,6 +724,7 @@ static void registry_abort(struct registry *reg)
 	}
 	if (reg->dirdel)
 		dirdel_stop(reg->dirdel);
+	durable_on_fail(NULL, NULL);
 	free(reg->topics);
 	free(reg->dir);
 	free(reg);
@@ -762,6 +781,7 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 		return -ENOMEM;
 	}
 	reg->dir[strcspn(reg->dir, ",")] = '\0'; /* one log dir on a single node */
+	durable_on_fail(registry_on_sync_fail, reg);
 	err = dirdel_start(&reg->dirdel);
 	if (!err)
 		err = registry_prepare_dir(reg);
@@ -811,12 +831,14 @@ void registry_close(struct registry *reg)
 	}
 	dirdel_stop(reg->dirdel); /* what is still queued is found again at the next start */
 	snprintf(marker, sizeof(marker), "%s/%s", reg->dir, CLEAN_MARKER);
+	failed |= registry_dir_failed(reg); /* e.g. a producer snapshot written at close */
 	if (failed)
 		log_error("log dir '%s' failed: not marked as cleanly shut down, the next start recovers it", reg->dir);
 	else if (!err) /* only a fully synced log may skip recovery */
 		err = durable_replace_path(marker, "", 0);
 	else
 		log_error("final sync failed (%s): no clean-shutdown marker, the next start recovers", strerror(-err));
+	durable_on_fail(NULL, NULL);
 	free(reg->topics);
 	free(reg->dir);
 	free(reg);
@@ -919,7 +941,7 @@ int registry_delete(struct registry *reg, struct topic *t)
 
 	if (!dir)
 		return -ENOMEM;
-	err = registry_set_aside(reg, dir, t->name, 0, true);
+	err = registry_set_aside(reg, dir, t->name, 0, true, t->cfg.file_delete_delay_ms);
 	free(dir);
 	if (err && err != -ENOENT) {
 		log_error("cannot delete topic '%s': renaming its partition 0 failed: %s", t->name, strerror(-err));
@@ -927,8 +949,8 @@ int registry_delete(struct registry *reg, struct topic *t)
 	}
 	for (int32_t p = 1; p < t->nparts; p++) {
 		dir = part_dir(reg, t->name, p);
-		if (dir && (err = registry_set_aside(reg, dir, t->name, p, false)) < 0 && err != -ENOENT &&
-		    (err = dirdel_remove(dir)) < 0)
+		if (dir && (err = registry_set_aside(reg, dir, t->name, p, false, t->cfg.file_delete_delay_ms)) < 0 &&
+		    err != -ENOENT && (err = dirdel_remove(dir)) < 0)
 			log_error("cannot remove '%s': %s", dir, strerror(-err));
 		free(dir);
 	}

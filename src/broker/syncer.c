@@ -6,7 +6,9 @@
  * the same file can succeed without them (PostgreSQL's "fsyncgate").  So
  * after the first failure no round syncs anything again: every later
  * round fails at once, the recovery point stays where it was, and the
- * broker takes the log directory offline (on_fail).
+ * broker takes the log directory offline (on_fail).  A sync that failed
+ * outside the rounds (a snapshot, a checkpoint, a directory: util/durable.h)
+ * breaks every later round the same way.
  */
 #include "broker/syncer.h"
 
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "log/partition.h"
+#include "util/durable.h"
 #include "util/log.h"
 
 struct syncer {
@@ -112,7 +115,7 @@ static void *syncer_main(void *arg)
 		s->dirty = NULL;
 		s->ndirty = s->dirty_cap = 0;
 		round = s->next_round++;
-		broken = s->failed_round != 0;
+		broken = s->failed_round != 0 || durable_failed(); /* a sync outside the rounds failed */
 		pthread_mutex_unlock(&s->mu);
 		failed = syncer_round(s, s->busy, s->nbusy, broken);
 		pthread_mutex_lock(&s->mu);

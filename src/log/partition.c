@@ -493,8 +493,10 @@ int part_close(struct part *part)
 
 	seg_seal(part_active(part));
 	rc = part_sync(part);
-	if (!rc && (fdatasync(part_active(part)->oi.f.ref->fd) < 0 || fdatasync(part_active(part)->ti.f.ref->fd) < 0))
-		rc = -errno; /* part_sync leaves the active segment's indexes out */
+	if (!rc) /* part_sync leaves the active segment's indexes out */
+		rc = durable_fdatasync(part_active(part)->oi.f.ref->fd);
+	if (!rc)
+		rc = durable_fdatasync(part_active(part)->ti.f.ref->fd);
 	if (rc)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
 	part_write_pstate(part, "close");
@@ -1038,14 +1040,14 @@ static int sync_files(struct part *part, struct sync_set *s)
 	int rc = 0;
 
 	for (int i = 0; i < s->n; i++) {
-		if (!rc && fdatasync(s->refs[i]->fd) < 0)
-			rc = -errno;
+		if (!rc)
+			rc = durable_fdatasync(s->refs[i]->fd);
 		fdref_put(s->refs[i]);
 	}
 	for (int i = 0; i < s->ntxn && !rc; i++)
 		rc = txnidx_sync_file(part->dir_fd, s->txn_bases[i]);
-	if (!rc && s->dir && fsync(part->dir_fd) < 0)
-		rc = -errno;
+	if (!rc && s->dir)
+		rc = durable_fsync(part->dir_fd);
 	return rc;
 }
 

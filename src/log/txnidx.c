@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "log/part_int.h"
+#include "util/durable.h"
 #include "util/log.h"
 
 #define TXNIDX_CONTROL_BYTES_MAX 4096 /* a marker batch is ~80 bytes */
@@ -99,7 +100,7 @@ static void txnidx_write(struct part *part, int64_t base, const struct txnidx_en
 {
 	char name[64];
 	uint8_t buf[TXNIDX_ENTRY_SIZE];
-	int fd;
+	int fd, rc;
 
 	txnidx_path(part, base, name, sizeof(name));
 	fd = openat(part->dir_fd, name, O_WRONLY | O_CREAT | O_CLOEXEC | (trunc ? O_TRUNC : O_APPEND), 0644);
@@ -114,22 +115,21 @@ static void txnidx_write(struct part *part, int64_t base, const struct txnidx_en
 			break;
 		}
 	}
-	if (trunc && fdatasync(fd) < 0)
-		log_warn("log: '%s/%s': sync failed: %s", part->dir, name, strerror(errno));
+	if (trunc && (rc = durable_fdatasync(fd)) < 0)
+		log_warn("log: '%s/%s': sync failed: %s", part->dir, name, strerror(-rc));
 	close(fd);
 }
 
 int txnidx_sync_file(int dir_fd, int64_t base)
 {
 	char name[64];
-	int fd, rc = 0;
+	int fd, rc;
 
 	snprintf(name, sizeof(name), "%020" PRId64 TXNIDX_EXT, base);
 	fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	if (fdatasync(fd) < 0)
-		rc = -errno;
+	rc = durable_fdatasync(fd);
 	close(fd);
 	return rc;
 }

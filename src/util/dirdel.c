@@ -1,8 +1,11 @@
 /*
  * dirdel.c - background removal of renamed-away directories (see dirdel.h).
  *
- * A mutex-protected FIFO of heap strings and one thread that sleeps on a
- * condition variable until something is queued or it is told to stop.
+ * A mutex-protected list of heap strings, each with the monotonic time it
+ * is due, and one thread that sleeps on a condition variable (on the
+ * monotonic clock) until the earliest item is due, something is queued or
+ * it is told to stop.  The list is short (one item per deleted partition
+ * waiting out its delay), so finding the earliest is a scan.
  */
 #include "util/dirdel.h"
 
@@ -11,23 +14,27 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/log.h"
 
 struct dirdel_item {
 	struct dirdel_item *next;
-	char path[]; /* NUL-terminated */
+	int64_t due_ms; /* clock_mono_ms() from which it may be removed */
+	char path[];    /* NUL-terminated */
 };
 
 struct dirdel {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
-	struct dirdel_item *head, *tail; /* (mu) */
-	bool stop;                       /* (mu) */
+	struct dirdel_item *head; /* (mu) in the order queued */
+	bool stop;                /* (mu) */
 };
 
 int dirdel_remove(const char *path)
@@ -47,23 +54,65 @@ int dirdel_remove(const char *path)
 	return rc;
 }
 
-static void *dirdel_main(void *arg)
+/* The link pointing at the earliest-due item (mu held, list not empty). */
+static struct dirdel_item **dirdel_earliest(struct dirdel *d)
 {
-	struct dirdel *d = arg;
+	struct dirdel_item **best = &d->head;
 
-	pthread_mutex_lock(&d->mu);
+	for (struct dirdel_item **pp = &d->head; *pp; pp = &(*pp)->next)
+		if ((*pp)->due_ms < (*best)->due_ms)
+			best = pp;
+	return best;
+}
+
+/* Sleeps on cond until due_ms (monotonic), a dirdel_add or dirdel_stop (mu held). */
+static void dirdel_wait_until(struct dirdel *d, int64_t due_ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	due_ms -= clock_mono_ms();
+	if (due_ms > 3600 * 1000)
+		due_ms = 3600 * 1000; /* a far delay: wake once an hour to look again */
+	ts.tv_sec += (time_t)(due_ms / 1000);
+	ts.tv_nsec += (long)(due_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&d->cond, &d->mu, &ts);
+}
+
+/* Unlinks and returns the next due item, waiting for it; NULL once stopped (mu held). */
+static struct dirdel_item *dirdel_take(struct dirdel *d)
+{
 	for (;;) {
-		struct dirdel_item *it;
-		int rc;
+		struct dirdel_item **pp, *it;
 
 		while (!d->head && !d->stop)
 			pthread_cond_wait(&d->cond, &d->mu);
 		if (d->stop)
-			break;
-		it = d->head;
-		d->head = it->next;
-		if (!d->head)
-			d->tail = NULL;
+			return NULL;
+		pp = dirdel_earliest(d);
+		it = *pp;
+		if (it->due_ms > clock_mono_ms()) {
+			dirdel_wait_until(d, it->due_ms);
+			continue;
+		}
+		*pp = it->next;
+		return it;
+	}
+}
+
+static void *dirdel_main(void *arg)
+{
+	struct dirdel *d = arg;
+	struct dirdel_item *it;
+
+	pthread_mutex_lock(&d->mu);
+	while ((it = dirdel_take(d))) {
+		int rc;
+
 		pthread_mutex_unlock(&d->mu);
 		rc = dirdel_remove(it->path);
 		if (rc)
@@ -80,12 +129,16 @@ static void *dirdel_main(void *arg)
 int dirdel_start(struct dirdel **out)
 {
 	struct dirdel *d = calloc(1, sizeof(*d));
+	pthread_condattr_t attr;
 	int rc;
 
 	if (!d)
 		return -ENOMEM;
 	pthread_mutex_init(&d->mu, NULL);
-	pthread_cond_init(&d->cond, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* delays unaffected by wall-clock steps */
+	pthread_cond_init(&d->cond, &attr);
+	pthread_condattr_destroy(&attr);
 	rc = pthread_create(&d->thread, NULL, dirdel_main, d);
 	if (rc) {
 		pthread_cond_destroy(&d->cond);
@@ -115,21 +168,22 @@ void dirdel_stop(struct dirdel *d)
 	free(d);
 }
 
-int dirdel_add(struct dirdel *d, const char *path)
+int dirdel_add(struct dirdel *d, const char *path, int64_t delay_ms)
 {
 	size_t n = strlen(path) + 1;
-	struct dirdel_item *it = malloc(sizeof(*it) + n);
+	struct dirdel_item *it = malloc(sizeof(*it) + n), **pp;
 
 	if (!it)
 		return -ENOMEM;
 	it->next = NULL;
+	it->due_ms = delay_ms > 0 && delay_ms < INT64_MAX / 2 ? clock_mono_ms() + delay_ms
+		     : delay_ms > 0                           ? INT64_MAX
+							      : 0;
 	memcpy(it->path, path, n);
 	pthread_mutex_lock(&d->mu);
-	if (d->tail)
-		d->tail->next = it;
-	else
-		d->head = it;
-	d->tail = it;
+	for (pp = &d->head; *pp; pp = &(*pp)->next)
+		;
+	*pp = it;
 	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->mu);
 	return 0;

@@ -5,13 +5,17 @@
  * long on a big log; the event loop must not wait for it.  The caller first
  * renames each directory out of the way (durably: see util/durable.h), so
  * that a crash at any point leaves nothing under its old name, then hands
- * the new name here.  One background thread removes the queued directories
- * (the regular files in them, then the directory itself) in order.
+ * the new name here with a delay (Kafka's file.delete.delay.ms: readers
+ * that still hold the files get time to finish).  One background thread
+ * removes each queued directory (the regular files in it, then the
+ * directory itself) once its delay has passed.
  * Whatever is still queued at dirdel_stop() or lost in a crash is found
  * again by the owner's start-up scan and queued anew.
  */
 #ifndef GREGOR_UTIL_DIRDEL_H
 #define GREGOR_UTIL_DIRDEL_H
+
+#include <stdint.h>
 
 struct dirdel;
 
@@ -22,8 +26,11 @@ int dirdel_start(struct dirdel **out);
  * directories still queued are left on disk.
  */
 void dirdel_stop(struct dirdel *d);
-/* Queues path for removal (the path is copied).  0 or -ENOMEM. */
-int dirdel_add(struct dirdel *d, const char *path);
+/*
+ * Queues path (copied) for removal delay_ms from now (0: at once; a delay
+ * too far to count: never while this process runs).  0 or -ENOMEM.
+ */
+int dirdel_add(struct dirdel *d, const char *path, int64_t delay_ms);
 /*
  * Removes the regular files in path and then path itself, on the calling
  * thread.  0 or the first -errno.

@@ -4,10 +4,49 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+static durable_fail_fn *durable_hook; /* (atomic) set once before any sync */
+static void *durable_hook_arg;
+static int durable_err; /* -errno of the first failed sync, 0 = none (atomic) */
+
+void durable_on_fail(durable_fail_fn *fn, void *arg)
+{
+	__atomic_store_n(&durable_hook_arg, arg, __ATOMIC_RELEASE);
+	__atomic_store_n(&durable_hook, fn, __ATOMIC_RELEASE);
+}
+
+bool durable_failed(void)
+{
+	return __atomic_load_n(&durable_err, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Latches the first failure and tells the hook about every one; returns err. */
+static int durable_fail(int err)
+{
+	int none = 0;
+	durable_fail_fn *fn;
+
+	__atomic_compare_exchange_n(&durable_err, &none, err, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	fn = __atomic_load_n(&durable_hook, __ATOMIC_ACQUIRE);
+	if (fn)
+		fn(__atomic_load_n(&durable_hook_arg, __ATOMIC_ACQUIRE), err);
+	return err;
+}
+
+int durable_fsync(int fd)
+{
+	return fsync(fd) < 0 ? durable_fail(-errno) : 0;
+}
+
+int durable_fdatasync(int fd)
+{
+	return fdatasync(fd) < 0 ? durable_fail(-errno) : 0;
+}
 
 static int write_all(int fd, const char *p, size_t n)
 {
@@ -35,16 +74,16 @@ int durable_replace(int dir_fd, const char *name, const void *data, size_t len)
 	if (fd < 0)
 		return -errno;
 	rc = write_all(fd, data, len);
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
+	if (!rc)
+		rc = durable_fsync(fd);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
 	if (!rc && renameat(dir_fd, tmp, dir_fd, name) < 0)
 		rc = -errno;
 	if (rc)
 		unlinkat(dir_fd, tmp, 0);
-	else if (fsync(dir_fd) < 0)
-		rc = -errno;
+	else
+		rc = durable_fsync(dir_fd);
 	return rc;
 }
 
@@ -68,12 +107,11 @@ static const char *path_split(const char *path, char *dir, size_t cap)
 
 int durable_sync_dir(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
 
 	if (fd < 0)
 		return -errno;
-	if (fsync(fd) < 0)
-		rc = -errno;
+	rc = durable_fsync(fd);
 	close(fd);
 	return rc;
 }

@@ -11,11 +11,35 @@
  *
  * A leftover <name>.tmp (crash before the rename) is garbage; its owner
  * removes it when it next opens the directory.
+ *
+ * A failed sync is final (docs/durability.md, "When a sync fails"): the
+ * kernel may have dropped the pages it could not write, so a later sync
+ * that succeeds proves nothing.  Every fsync/fdatasync of the broker's
+ * files goes through durable_fsync()/durable_fdatasync(), which latch the
+ * first failure (durable_failed()) and report each one to the hook the
+ * owner of the log directory registers (durable_on_fail()), so a failure
+ * anywhere (a segment, an index, a snapshot, a checkpoint, a directory
+ * entry) takes the directory offline, not only the one file's owner.
  */
 #ifndef GREGOR_UTIL_DURABLE_H
 #define GREGOR_UTIL_DURABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+/* Told that a sync failed with err (-errno); called on the failing thread. */
+typedef void durable_fail_fn(void *arg, int err);
+
+/*
+ * Registers fn (NULL: none) to hear of every failed sync from now on.  Set
+ * before the threads that sync start, cleared after they stopped.
+ */
+void durable_on_fail(durable_fail_fn *fn, void *arg);
+/* True once any sync through this file failed (for the life of the process). */
+bool durable_failed(void);
+/* fsync(fd) / fdatasync(fd); 0 or -errno, a failure reported as above. */
+int durable_fsync(int fd);
+int durable_fdatasync(int fd);
 
 /*
  * Replaces the file name (relative to dir_fd, a directory opened

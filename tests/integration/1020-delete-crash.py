@@ -2,7 +2,7 @@
 """1020: a crash in the middle of CreateTopics or DeleteTopics leaves the
 topic whole or gone, never half there.
 
-The broker runs with tests/lib/fstrace.so preloaded, which stops it
+The broker runs with tests/lib/syncshim.so preloaded, which stops it
 (SIGSTOP) right after a chosen file system call; the test then SIGKILLs it
 at exactly that point and starts it again on the same data dir.
 
@@ -25,7 +25,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
-from gregor import Broker, build_bin, check, eq, log, main, wait_until  # noqa: E402
+from gregor import Broker, check, eq, log, main, wait_until  # noqa: E402
+from syncshim import STOP, SyncShim  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
@@ -72,18 +73,18 @@ def entries(b, prefix):
 
 
 def crash_at(b, trace, stop, action):
-    """Restart with FSTRACE_STOP=stop, run action, wait until the broker stopped itself, SIGKILL it."""
+    """Restart with the shim's STOP=stop, run action, wait until the broker stopped itself, SIGKILL it."""
     def stops():
         with open(trace) as f:
             return f.read().count("\nstopped\n")
     b.stop()
     before = stops()
-    b.env["FSTRACE_STOP"] = stop
+    b.env[STOP] = stop
     b.start()
     action()
     wait_until(lambda: stops() > before, 15, "the broker to reach %s" % stop)
     b.kill9()
-    del b.env["FSTRACE_STOP"]
+    del b.env[STOP]
 
 
 PENDING = []  # admin clients whose request the stopped broker never answers
@@ -107,10 +108,11 @@ def check_gone(b, name):
 
 def test():
     trace_path = None
-    with Broker(overrides={"num.partitions": "1", "auto.create.topics.enable": "false"}) as b:
-        trace_path = os.path.join(b.tmp, "fstrace.log")
-        b.env.update({"LD_PRELOAD": build_bin("lib", "fstrace.so"), "FSTRACE_LOG": trace_path,
-                      "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"})
+    # log.segment.delete.delay.ms=0: the -delete directories go at once (1041 tests the delay)
+    over = {"num.partitions": "1", "auto.create.topics.enable": "false", "log.segment.delete.delay.ms": "0"}
+    with Broker(overrides=over) as b:
+        trace_path = os.path.join(b.tmp, "trace.log")
+        b.env.update(SyncShim(trace=trace_path).env())
         b.restart()
         create(b, "keeper", 1)
         create(b, "doomed", 4)

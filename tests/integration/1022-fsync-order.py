@@ -3,7 +3,7 @@
 broker makes or replaces (a power cut keeps only what was synced, which no
 SIGKILL test can show).
 
-The broker runs under tests/lib/fstrace.so, which logs every successful
+The broker runs under tests/lib/syncshim.so, which logs every successful
 open(O_CREAT), fsync/fdatasync, rename, mkdir, unlink and rmdir with full
 paths.  A topic with small segments takes idempotent produce (rolls, so
 producer snapshots), a config change, a clean restart and a stop.  Then,
@@ -26,7 +26,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
-from gregor import Broker, build_bin, check, eq, log, main  # noqa: E402
+from gregor import Broker, check, eq, log, main  # noqa: E402
+from syncshim import SyncShim  # noqa: E402
 
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
@@ -89,9 +90,8 @@ def check_rules(ev, data_dir):
 
 def test():
     with Broker(overrides={"num.partitions": "1"}, start=False) as b:
-        trace = os.path.join(b.tmp, "fstrace.log")
-        b.env.update({"LD_PRELOAD": build_bin("lib", "fstrace.so"), "FSTRACE_LOG": trace,
-                      "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"})
+        trace = os.path.join(b.tmp, "trace.log")
+        b.env.update(SyncShim(trace=trace).env())
         b.start()
         a = AdminClient({"bootstrap.servers": b.bootstrap})
         a.create_topics([NewTopic("t", 2, 1, config={"segment.bytes": "2000"})])["t"].result(timeout=15)

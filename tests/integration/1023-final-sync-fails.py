@@ -3,7 +3,7 @@
 
 A broker whose marker says "clean" skips recovery at the next start, so a
 marker written after a failed sync would let unsynced, possibly torn data be
-trusted.  The broker runs under tests/lib/fstrace.so with FSTRACE_FAIL
+trusted.  The broker runs under tests/lib/syncshim.so with FAIL_ALWAYS
 making every fsync/fdatasync of topic 't''s segment files fail with EIO;
 acks=1 messages are produced, then SIGTERM.  Checked: no
 .kafka_cleanshutdown in the log dir, the broker's log says why, and the
@@ -16,7 +16,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
-from gregor import Broker, build_bin, check, eq, main  # noqa: E402
+from gregor import Broker, check, eq, main  # noqa: E402
+from syncshim import FAIL_ALWAYS, SyncShim  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
@@ -39,15 +40,13 @@ def count(b):
 
 def test():
     with Broker(overrides={"num.partitions": "1"}, start=False) as b:
-        b.env.update({"LD_PRELOAD": build_bin("lib", "fstrace.so"),
-                      "FSTRACE_LOG": os.path.join(b.tmp, "fstrace.log"),
-                      "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"})
+        b.env.update(SyncShim(trace=os.path.join(b.tmp, "trace.log")).env())
         b.start()
         produce(b, 10)
         b.stop()
         check(os.path.exists(os.path.join(b.data_dir, MARKER)), "control: marker after a good shutdown")
 
-        b.env["FSTRACE_FAIL"] = "/t-0/0000"
+        b.env[FAIL_ALWAYS] = "/t-0/0000"
         b.start()
         check(not os.path.exists(os.path.join(b.data_dir, MARKER)), "marker removed at start")
         produce(b, 10)
@@ -58,7 +57,7 @@ def test():
         check("no clean-shutdown marker" in text or "not marked as cleanly shut down" in text,
               "the broker says why it leaves no marker")
 
-        del b.env["FSTRACE_FAIL"]
+        del b.env[FAIL_ALWAYS]
         b.start()
         starts = b.log_text().split("=== gregor-itest: start #")
         check("recovered after an unclean shutdown" in starts[-1], "the start after the failed sync recovers")

@@ -1,4 +1,4 @@
-"""Control of the fdatasync/fsync shim (tests/lib/syncshim.c) for durability tests.
+"""Control of the LD_PRELOAD shim (tests/lib/syncshim.c) of the durability and crash-safety tests.
 
     shim = SyncShim()                        # builds $BUILD/lib/syncshim.so if needed
     with Broker(env=shim.env()) as b:
@@ -7,6 +7,11 @@
         shim.fail_next(".log")   # the next sync of a path containing ".log" fails with EIO
         b.kill9()
         shim.power_cut(b.data_dir)   # every log/txnindex file back to its last synced length
+
+    shim = SyncShim(trace="/tmp/x/trace.log")   # also log every create/fsync/rename/mkdir/unlink
+    b.env.update(shim.env())
+    b.env[STOP] = "rename:/t-0."   # SIGSTOP right after the first matching call (then kill9)
+    b.env[FAIL_ALWAYS] = "/t-0/"   # every fsync/fdatasync of a matching path fails with EIO
 
 A SIGKILL keeps the page cache; power_cut() is what a power loss would have
 left: each file as long as it was when a sync of it last succeeded (0 when
@@ -24,6 +29,8 @@ import tempfile
 from gregor import REPO_ROOT
 
 CUT_EXTS = (".log", ".txnindex")
+STOP = "GREGOR_SYNCSHIM_STOP"         # "<op>:<substring>": stop the broker right after that call
+FAIL_ALWAYS = "GREGOR_SYNCSHIM_FAIL"  # "<substring>": every sync of a matching path fails
 
 
 def shim_lib():
@@ -39,19 +46,32 @@ def shim_lib():
 
 
 class SyncShim:
-    def __init__(self):
+    def __init__(self, trace=None):
+        """trace: a file to log the broker's file system calls to (None: no log)."""
         self.dir = tempfile.mkdtemp(prefix="gregor-syncshim-")
         atexit.register(shutil.rmtree, self.dir, True)
         self.lib = shim_lib()
+        self.trace_path = trace
 
     def env(self):
         """Environment for the broker process (Broker(env=...))."""
-        return {
+        env = {
             "LD_PRELOAD": self.lib,
             "GREGOR_SYNCSHIM_DIR": self.dir,
             # an ASan broker otherwise refuses a preloaded library before its runtime
             "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0",
         }
+        if self.trace_path:
+            env["GREGOR_SYNCSHIM_TRACE"] = self.trace_path
+        return env
+
+    def trace_text(self):
+        """The trace so far ("" when none)."""
+        try:
+            with open(self.trace_path) as f:
+                return f.read()
+        except (FileNotFoundError, TypeError):
+            return ""
 
     def _path(self, name):
         return os.path.join(self.dir, name)
