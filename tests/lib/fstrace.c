@@ -117,39 +117,40 @@ static void trace_at(const char *op, int dirfd, const char *name)
 	trace(op, p, NULL);
 }
 
-int open(const char *path, int flags, ...)
+/*
+ * The traced open behind open and openat: logs a file that O_CREAT made.
+ * ap holds the mode argument, there with O_CREAT or O_TMPFILE.
+ */
+static int open_at(int dirfd, const char *path, int flags, va_list ap)
 {
-	mode_t mode = 0;
-	va_list ap;
-	bool existed;
-	int fd;
+	mode_t mode = flags & (O_CREAT | O_TMPFILE) ? va_arg(ap, mode_t) : 0;
+	bool existed = (flags & O_CREAT) && faccessat(dirfd, path, F_OK, 0) == 0;
+	int fd = REAL(openat)(dirfd, path, flags, mode);
 
-	va_start(ap, flags);
-	if (flags & (O_CREAT | O_TMPFILE))
-		mode = va_arg(ap, mode_t);
-	va_end(ap);
-	existed = (flags & O_CREAT) && access(path, F_OK) == 0;
-	fd = REAL(open)(path, flags, mode);
 	if (fd >= 0 && (flags & O_CREAT) && !existed)
 		trace_fd("open", fd);
 	return fd;
 }
 
-int openat(int dirfd, const char *path, int flags, ...)
+int open(const char *path, int flags, ...)
 {
-	mode_t mode = 0;
 	va_list ap;
-	bool existed;
 	int fd;
 
 	va_start(ap, flags);
-	if (flags & (O_CREAT | O_TMPFILE))
-		mode = va_arg(ap, mode_t);
+	fd = open_at(AT_FDCWD, path, flags, ap);
 	va_end(ap);
-	existed = (flags & O_CREAT) && faccessat(dirfd, path, F_OK, 0) == 0;
-	fd = REAL(openat)(dirfd, path, flags, mode);
-	if (fd >= 0 && (flags & O_CREAT) && !existed)
-		trace_fd("open", fd);
+	return fd;
+}
+
+int openat(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	int fd;
+
+	va_start(ap, flags);
+	fd = open_at(dirfd, path, flags, ap);
+	va_end(ap);
 	return fd;
 }
 
@@ -169,38 +170,28 @@ static bool sync_fails(int fd)
 	return true;
 }
 
-int fsync(int fd)
+/* The traced sync behind fsync and fdatasync (both logged as "fsync"). */
+static int sync_traced(int fd, int (*real)(int))
 {
-	int rc = sync_fails(fd) ? -1 : REAL(fsync)(fd);
+	int rc = sync_fails(fd) ? -1 : real(fd);
 
 	if (rc == 0)
 		trace_fd("fsync", fd);
 	return rc;
+}
+
+int fsync(int fd)
+{
+	return sync_traced(fd, REAL(fsync));
 }
 
 int fdatasync(int fd)
 {
-	int rc = sync_fails(fd) ? -1 : REAL(fdatasync)(fd);
-
-	if (rc == 0)
-		trace_fd("fsync", fd);
-	return rc;
+	return sync_traced(fd, REAL(fdatasync));
 }
 
-int rename(const char *from, const char *to)
-{
-	char a[PBUF], b[PBUF];
-	int rc;
-
-	at_path(AT_FDCWD, from, a, sizeof(a));
-	at_path(AT_FDCWD, to, b, sizeof(b));
-	rc = REAL(rename)(from, to);
-	if (rc == 0)
-		trace("rename", a, b);
-	return rc;
-}
-
-int renameat(int fromfd, const char *from, int tofd, const char *to)
+/* The traced rename behind rename and renameat; paths taken before the call. */
+static int rename_at(int fromfd, const char *from, int tofd, const char *to)
 {
 	char a[PBUF], b[PBUF];
 	int rc;
@@ -213,6 +204,16 @@ int renameat(int fromfd, const char *from, int tofd, const char *to)
 	return rc;
 }
 
+int rename(const char *from, const char *to)
+{
+	return rename_at(AT_FDCWD, from, AT_FDCWD, to);
+}
+
+int renameat(int fromfd, const char *from, int tofd, const char *to)
+{
+	return rename_at(fromfd, from, tofd, to);
+}
+
 int mkdir(const char *path, mode_t mode)
 {
 	int rc = REAL(mkdir)(path, mode);
@@ -222,19 +223,8 @@ int mkdir(const char *path, mode_t mode)
 	return rc;
 }
 
-int unlink(const char *path)
-{
-	char p[PBUF];
-	int rc;
-
-	at_path(AT_FDCWD, path, p, sizeof(p));
-	rc = REAL(unlink)(path);
-	if (rc == 0)
-		trace("unlink", p, NULL);
-	return rc;
-}
-
-int unlinkat(int dirfd, const char *path, int flags)
+/* The traced removal behind unlink, unlinkat and rmdir; the path is taken before the call. */
+static int unlink_at(int dirfd, const char *path, int flags)
 {
 	char p[PBUF];
 	int rc;
@@ -246,14 +236,17 @@ int unlinkat(int dirfd, const char *path, int flags)
 	return rc;
 }
 
+int unlink(const char *path)
+{
+	return unlink_at(AT_FDCWD, path, 0);
+}
+
+int unlinkat(int dirfd, const char *path, int flags)
+{
+	return unlink_at(dirfd, path, flags);
+}
+
 int rmdir(const char *path)
 {
-	char p[PBUF];
-	int rc;
-
-	at_path(AT_FDCWD, path, p, sizeof(p));
-	rc = REAL(rmdir)(path);
-	if (rc == 0)
-		trace("rmdir", p, NULL);
-	return rc;
+	return unlink_at(AT_FDCWD, path, AT_REMOVEDIR);
 }
