@@ -68,6 +68,20 @@ static inline void fuzz_decode_roundtrip(int16_t key, int16_t version, struct rd
 }
 
 /*
+ * A writable copy of the len bytes at p (the fuzzer's input is read-only;
+ * targets rewrite CRCs in place). Never NULL for len 0. Caller frees it.
+ */
+static inline uint8_t *fuzz_dup(const uint8_t *p, size_t len)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+
+	if (!copy)
+		abort();
+	memcpy(copy, p, len);
+	return copy;
+}
+
+/*
  * Rewrites the CRC of every whole v2 batch in the blob p (len bytes), so
  * the fuzzer reaches the code behind the CRC check.  Stops at the first
  * batch whose header does not fit.

@@ -56,10 +56,9 @@ static void fuzz_log_remove(void)
 static void fuzz_log_write(const char *name, const uint8_t *p, size_t len, bool fix)
 {
 	char path[512];
-	uint8_t *copy = malloc(len ? len : 1);
+	uint8_t *copy = fuzz_dup(p, len);
 	int fd;
 
-	memcpy(copy, p, len);
 	if (fix && strstr(name, ".log"))
 		fuzz_fix_crcs(copy, len);
 	snprintf(path, sizeof(path), "%s/%s", fuzz_dir, name);

@@ -65,8 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	len = size - 1;
-	p = malloc(len ? len : 1);
-	memcpy(p, data + 1, len);
+	p = fuzz_dup(data + 1, len);
 	if (data[0] & 1) {
 		fuzz_fix_crcs(p, len);
 		down_convert(p, len, data[0] >> 4);

@@ -391,7 +391,6 @@ static void alter(rd_kafka_t *rk, const struct opts *o, const struct target *t)
 int main(int argc, char **argv)
 {
 	struct opts *o = opts_parse(&cmd, argc, argv);
-	rd_kafka_conf_t *conf;
 	struct target t;
 	rd_kafka_t *rk;
 
@@ -405,11 +404,7 @@ int main(int argc, char **argv)
 	if (opt_has(o, "all") && !opt_has(o, "describe"))
 		opt_usage_error(o, "Option \"[all]\" can't be used with option \"[alter]\"");
 	resolve_target(o, &t);
-	conf = kafka_conf_new(opt_str(o, "bootstrap-server", NULL));
-	kafka_conf_apply(conf, o, "command-config", NULL);
-	rk = kafka_new(RD_KAFKA_PRODUCER, conf);
-	if (kafka_wait_broker(rk) != 0)
-		exit(1);
+	rk = kafka_admin_connect(o);
 	if (opt_has(o, "describe"))
 		describe(rk, o, &t);
 	else

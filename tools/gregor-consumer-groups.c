@@ -445,15 +445,9 @@ int main(int argc, char **argv)
 {
 	struct opts *o = opts_parse(&cmd, argc, argv);
 	cg_action_fn *fn = cg_check_args(o);
-	rd_kafka_conf_t *conf = kafka_conf_new(opt_str(o, "bootstrap-server", NULL));
-	rd_kafka_t *rk;
-	int rc;
+	rd_kafka_t *rk = kafka_admin_connect(o);
+	int rc = fn(rk, o);
 
-	kafka_conf_apply(conf, o, "command-config", NULL);
-	rk = kafka_new(RD_KAFKA_PRODUCER, conf);
-	if (kafka_wait_broker(rk) != 0)
-		return 1;
-	rc = fn(rk, o);
 	rd_kafka_destroy(rk);
 	opts_free(o);
 	return rc;

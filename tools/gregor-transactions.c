@@ -683,14 +683,9 @@ int main(int argc, char **argv)
 {
 	struct opts *o = opts_parse_subcmd(&cmd, subcmds, argc, argv);
 	tx_action_fn *fn = tx_check_args(o);
-	rd_kafka_conf_t *conf = kafka_conf_new(opt_str(o, "bootstrap-server", NULL));
-	rd_kafka_t *rk;
+	rd_kafka_t *rk = kafka_admin_connect(o);
 	int rc;
 
-	kafka_conf_apply(conf, o, "command-config", NULL);
-	rk = kafka_new(RD_KAFKA_PRODUCER, conf);
-	if (kafka_wait_broker(rk) != 0)
-		return 1;
 	arena_init(&tx_arena, 0);
 	rc = fn(rk, o);
 	arena_release(&tx_arena);

@@ -67,10 +67,24 @@ static bool sink_over(const struct sink *s)
 	return s->w->len - s->start > s->max_out;
 }
 
-/* -EFBIG if the window is full, else -ENOMEM (wr_reserve failed). */
-static int sink_full_err(const struct sink *s)
+/*
+ * The next chunk for a streaming decoder (its size in *room), or NULL with
+ * *err set: -EBADMSG if truncated (the decoder stopped short of filling its
+ * last chunk and no input is left, so a frame ends early), -EFBIG if the
+ * window is full, -ENOMEM if wr_reserve failed.
+ */
+static uint8_t *sink_next(struct sink *s, bool truncated, size_t *room, int *err)
 {
-	return s->w->err ? -ENOMEM : -EFBIG;
+	uint8_t *p;
+
+	if (truncated) {
+		*err = -EBADMSG;
+		return NULL;
+	}
+	p = sink_room(s, room);
+	if (!p)
+		*err = s->w->err ? -ENOMEM : -EFBIG;
+	return p;
 }
 
 /* ---- gzip ---- */
@@ -96,15 +110,10 @@ static int gzip_decompress(const uint8_t *in, size_t len, struct sink *s)
 				break;
 			isal_inflate_reset(st); /* the next member */
 			st->crc_flag = ISAL_GZIP;
-		} else if (starved && st->avail_in == 0) {
-			err = -EBADMSG; /* truncated */
-			break;
 		}
-		p = sink_room(s, &room);
-		if (!p) {
-			err = sink_full_err(s);
+		p = sink_next(s, starved && st->avail_in == 0, &room, &err);
+		if (!p)
 			break;
-		}
 		st->next_out = p;
 		st->avail_out = (uint32_t)room;
 		if (isal_inflate(st) != ISAL_DECOMP_OK)
@@ -261,15 +270,9 @@ static int lz4_decompress(const uint8_t *in, size_t len, struct sink *s)
 		size_t room = 0, n, src = len - off;
 		uint8_t *p;
 
-		if (src == 0 && starved) {
-			err = -EBADMSG; /* truncated frame */
+		p = sink_next(s, starved && src == 0, &room, &err);
+		if (!p)
 			break;
-		}
-		p = sink_room(s, &room);
-		if (!p) {
-			err = sink_full_err(s);
-			break;
-		}
 		n = room;
 		hint = LZ4F_decompress(dctx, p, &n, in + off, &src, NULL);
 		if (LZ4F_isError(hint)) {
@@ -326,15 +329,9 @@ static int zstd_decompress(const uint8_t *in, size_t len, struct sink *s)
 		uint8_t *p;
 		ZSTD_outBuffer ob;
 
-		if (ib.pos == ib.size && starved) {
-			err = -EBADMSG; /* truncated frame */
+		p = sink_next(s, starved && ib.pos == ib.size, &room, &err);
+		if (!p)
 			break;
-		}
-		p = sink_room(s, &room);
-		if (!p) {
-			err = sink_full_err(s);
-			break;
-		}
 		ob = (ZSTD_outBuffer){ p, room, 0 };
 		hint = ZSTD_decompressStream(ds, &ob, &ib);
 		sink_give_back(s, room - ob.pos);

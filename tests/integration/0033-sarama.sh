@@ -19,10 +19,8 @@
 # Every message must arrive exactly once and in order per partition.
 . "$(dirname "$0")/../lib/broker.sh"
 
-case "$BUILD" in /*) client="$BUILD/bin/go/sarama-client" ;; *) client="$REPO_ROOT/$BUILD/bin/go/sarama-client" ;; esac
-make --no-print-directory -C "$REPO_ROOT" BUILD="$BUILD" "$BUILD/bin/go/sarama-client" >"${TMPDIR:-/tmp}/sarama-build-$$.log" 2>&1 ||
-	{ cat "${TMPDIR:-/tmp}/sarama-build-$$.log"; rm -f "${TMPDIR:-/tmp}/sarama-build-$$.log"; fail "building $client"; }
-rm -f "${TMPDIR:-/tmp}/sarama-build-$$.log"
+go_client sarama-client
+client=$GO_CLIENT
 
 broker_start --override auto.create.topics.enable=true --override num.partitions=3
 

@@ -6,10 +6,8 @@
 # exactly once and in order per partition).
 . "$(dirname "$0")/../lib/broker.sh"
 
-case "$BUILD" in /*) client="$BUILD/bin/go/kafka-go-client" ;; *) client="$REPO_ROOT/$BUILD/bin/go/kafka-go-client" ;; esac
-make --no-print-directory -C "$REPO_ROOT" BUILD="$BUILD" "$BUILD/bin/go/kafka-go-client" >"${TMPDIR:-/tmp}/kafka-go-build-$$.log" 2>&1 ||
-	{ cat "${TMPDIR:-/tmp}/kafka-go-build-$$.log"; rm -f "${TMPDIR:-/tmp}/kafka-go-build-$$.log"; fail "building $client"; }
-rm -f "${TMPDIR:-/tmp}/kafka-go-build-$$.log"
+go_client kafka-go-client
+client=$GO_CLIENT
 
 broker_start --override auto.create.topics.enable=true --override num.partitions=3
 

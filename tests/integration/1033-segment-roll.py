@@ -16,20 +16,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
-from batchwire import Rec, batch, produce  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from batchwire import Rec, batch, create, produce  # noqa: E402
 from gregor import Broker, eq, log, main  # noqa: E402
 
 DAY = 24 * 3600 * 1000
 INVALID_RECORD = 87
-
-
-def create(b, topic, config=None):
-    admin = AdminClient({"bootstrap.servers": b.bootstrap})
-    fs = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1, config=config or {})],
-                             operation_timeout=10)
-    for f in fs.values():
-        f.result(timeout=10)
 
 
 def segments(b, topic):

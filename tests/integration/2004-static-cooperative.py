@@ -12,10 +12,9 @@ cooperative-sticky assignor:
 
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from gregor import Broker, eq, check, log, main  # noqa: E402
+from gregor import Broker, eq, check, log, main, poll_until  # noqa: E402
 
 from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -42,14 +41,6 @@ class Member:
 
     def parts(self):
         return sorted(p.partition for p in self.c.assignment())
-
-
-def poll_until(members, pred, what, timeout_s=30):
-    deadline = time.monotonic() + timeout_s
-    while not pred():
-        check(time.monotonic() < deadline, "timed out waiting for " + what)
-        for m in members:
-            m.poll()
 
 
 def produce(b, topic, nparts, per_part):

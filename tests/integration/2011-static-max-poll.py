@@ -25,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from gregor import Broker, eq, check, log, main  # noqa: E402
+from gregor import Broker, eq, check, log, main, poll_until  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaError  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -67,14 +67,6 @@ class Member:
 def poll_for(members, seconds):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        for m in members:
-            m.poll()
-
-
-def poll_until(members, pred, what, timeout_s=30):
-    deadline = time.monotonic() + timeout_s
-    while not pred():
-        check(time.monotonic() < deadline, "timed out waiting for " + what)
         for m in members:
             m.poll()
 

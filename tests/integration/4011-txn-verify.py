@@ -19,44 +19,15 @@ Runtime ~3 s.
 """
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import idemwire as iw  # noqa: E402
 import kwire as kw  # noqa: E402
+import txnwire as tw  # noqa: E402
+from eos import end_offset, read_committed  # noqa: E402
 from gregor import Broker, eq, main  # noqa: E402
 
-from confluent_kafka import Consumer, TopicPartition  # noqa: E402
-
 TOPIC = "verify"
-
-
-def offsets(b, isolation):
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "lso", "isolation.level": isolation})
-    r = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10, cached=False)[1]
-    c.close()
-    return r
-
-
-def read_committed(b, n):
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "rc", "isolation.level": "read_committed"})
-    c.assign([TopicPartition(TOPIC, 0, 0)])
-    vals, deadline = [], time.time() + 10
-    while len(vals) < n and time.time() < deadline:
-        m = c.poll(0.2)
-        if m is not None and not m.error():
-            vals.append(m.value())
-    c.close()
-    return vals
-
-
-def add_partition(cl, txn_id, pid, epoch):
-    """AddPartitionsToTxn v0 of TOPIC-0 -> the partition's error code."""
-    body = kw.string(txn_id) + kw.i64(pid) + kw.i16(epoch) + kw.array(
-        [TOPIC], lambda t: kw.string(t) + kw.array([0], kw.i32))
-    r = cl.call(24, 0, body)
-    r.i32()
-    return r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16()))))[0][1][0][1]
 
 
 def verify_v4(cl, txn_id, pid, epoch, partitions):
@@ -87,7 +58,7 @@ def end_txn(cl, txn_id, pid, epoch, commit):
 
 def test():
     with Broker(props={"num.partitions": "1", "transaction.state.log.num.partitions": "1"}) as b:
-        cl = iw.Client(b.port)
+        cl = tw.Client(b.port)
         pid, epoch = cl.init_pid(txn_id="real")
         cl.init_pid(txn_id="other")
         stray = iw.batch(1, pid=pid, epoch=epoch, seq=0, value=b"stray", transactional=True)
@@ -102,22 +73,22 @@ def test():
         stray = iw.batch(1, pid=pid, epoch=epoch2, seq=0, value=b"stray", transactional=True)
         eq(cl.produce(TOPIC, 0, stray, txn_id="real")[0], 48, "partition not added: INVALID_TXN_STATE")
         eq(cl.produce(TOPIC, 0, iw.batch(1, value=b"plain"))[0:2], (0, 0), "plain record at offset 0")
-        eq(offsets(b, "read_committed"), 1, "LSO not held by the refused batches")
-        eq(offsets(b, "read_uncommitted"), 1, "HW")
-        eq(read_committed(b, 1), [b"plain-0"], "read_committed consumer")
+        eq(end_offset(b, TOPIC), 1, "LSO not held by the refused batches")
+        eq(end_offset(b, TOPIC, isolation="read_uncommitted"), 1, "HW")
+        eq(read_committed(b, TOPIC, 1), [b"plain-0"], "read_committed consumer")
         eq(verify_v4(cl, "real", pid, epoch2, [0, 1]), [(0, 48), (1, 48)], "v4 VerifyOnly: not in a transaction")
         eq(verify_v4(cl, "ghost", pid, epoch2, [0]), [(0, 49)], "v4 VerifyOnly: unknown id")
         # the verified path: added, then accepted, LSO held until the commit
-        eq(add_partition(cl, "real", pid, epoch2), 0, "AddPartitionsToTxn")
+        eq(cl.add_partitions("real", pid, epoch2, TOPIC, [0]), {0: 0}, "AddPartitionsToTxn")
         eq(verify_v4(cl, "real", pid, epoch2, [0, 1]), [(0, 0), (1, 48)], "v4 VerifyOnly after AddPartitions")
         eq(verify_v4(cl, "real", pid, epoch2 - 1, [0]), [(0, 90)], "v4 VerifyOnly: fenced epoch")
         eq(cl.produce(TOPIC, 0, stray, txn_id="real")[0:2], (0, 1), "transactional batch after AddPartitions")
         second = iw.batch(1, pid=pid, epoch=epoch2, seq=1, value=b"second", transactional=True)
         eq(cl.produce(TOPIC, 0, second, txn_id="real")[0:2], (0, 2), "second batch of the transaction")
-        eq(offsets(b, "read_committed"), 1, "LSO at the open transaction")
+        eq(end_offset(b, TOPIC), 1, "LSO at the open transaction")
         eq(end_txn(cl, "real", pid, epoch2, True), 0, "EndTxn commit")
-        eq(offsets(b, "read_committed"), 4, "LSO past the COMMIT marker")
-        eq(read_committed(b, 3), [b"plain-0", b"stray-0", b"second-0"], "committed records")
+        eq(end_offset(b, TOPIC), 4, "LSO past the COMMIT marker")
+        eq(read_committed(b, TOPIC, 3), [b"plain-0", b"stray-0", b"second-0"], "committed records")
         cl.close()
 
 

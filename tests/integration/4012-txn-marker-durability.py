@@ -38,10 +38,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import idemwire as iw  # noqa: E402
+from eos import read_committed  # noqa: E402
 from gregor import Broker, check, eq, log, main, wait_until  # noqa: E402
 from syncshim import SyncShim, read_values  # noqa: E402
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import KafkaException, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 PROPS = {"num.partitions": "1", "transaction.state.log.num.partitions": "1", "log.debug": "txn"}
@@ -88,18 +89,6 @@ def commit_in_background(p):
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t, out
-
-
-def read_committed(b, topic, n, timeout_s=15):
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "rc-" + topic, "isolation.level": "read_committed"})
-    c.assign([TopicPartition(topic, 0, 0)])
-    vals, deadline = [], time.time() + timeout_s
-    while len(vals) < n and time.time() < deadline:
-        m = c.poll(0.2)
-        if m is not None and not m.error():
-            vals.append(m.value())
-    c.close()
-    return vals
 
 
 def stays(pred, seconds, what):

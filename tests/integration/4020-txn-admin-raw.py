@@ -35,18 +35,11 @@ from gregor import Broker, eq, check, log, main  # noqa: E402
 import idemwire as iw  # noqa: E402
 import kwire as kw  # noqa: E402
 import txnwire as tw  # noqa: E402
+from eos import end_offset  # noqa: E402
 
-from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 TOPIC = "txa"
-
-
-def lso(b, partition=0):
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "lso", "isolation.level": "read_committed"})
-    r = c.get_watermark_offsets(TopicPartition(TOPIC, partition), timeout=10, cached=False)[1]
-    c.close()
-    return r
 
 
 def part_a(b):
@@ -101,7 +94,7 @@ def part_b(b, c):
 
 
 def part_c(b, c, pid, ep):
-    eq(lso(b), 0, "LSO held at the open transaction")
+    eq(end_offset(b, TOPIC), 0, "LSO held at the open transaction")
     for version in (0, 1):
         got = c.write_txn_markers([(pid, ep - 1, False, {TOPIC: [0, 7], "nope": [0]}, 0),
                                    (-1, 0, False, {TOPIC: [1]}, 0)], version=version)
@@ -113,7 +106,7 @@ def part_c(b, c, pid, ep):
     prods = c.describe_producers({TOPIC: [0]})[(TOPIC, 0)][2]
     eq([(x["producer_id"], x["epoch"], x["txn_start_offset"]) for x in prods], [(pid, 1, -1)],
        "no open transaction after the marker")
-    eq(lso(b), 4, "LSO at the log end")
+    eq(end_offset(b, TOPIC), 4, "LSO at the log end")
 
 
 def part_d(b, c):

@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gregor import Broker, build_bin, check, eq, log, main, run, wait_until  # noqa: E402
 import idemwire as iw  # noqa: E402
 import txnwire as tw  # noqa: E402
+from eos import end_offset  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -68,13 +69,6 @@ def table(out, header):
     rows = [[c.rstrip() for c in r] for r in rows]
     eq(rows[0], header, "header")
     return rows[1:]
-
-
-def lso(b, topic, partition):
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "lso", "isolation.level": "read_committed"})
-    r = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)[1]
-    c.close()
-    return r
 
 
 def open_lost_transactions(b):
@@ -146,10 +140,10 @@ def check_find_hanging(b, lost, lost2):
 
 
 def check_abort(b, lost, lost2):
-    eq(lso(b, "hang", 0), 0, "LSO of hang-0 held by the lost transaction")
+    eq(end_offset(b, "hang", 0), 0, "LSO of hang-0 held by the lost transaction")
     out, _ = tool(b, "abort", "--topic", "hang", "--partition", "0", "--start-offset", "0")
     eq(out, "", "abort prints nothing")
-    eq(lso(b, "hang", 0), 5, "LSO of hang-0 at the log end (records 0-2, plain 3, marker 4)")
+    eq(end_offset(b, "hang", 0), 5, "LSO of hang-0 at the log end (records 0-2, plain 3, marker 4)")
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "rc", "isolation.level": "read_committed",
                   "enable.partition.eof": True})
     c.assign([TopicPartition("hang", 0, 0)])
@@ -171,9 +165,9 @@ def check_abort(b, lost, lost2):
     _, err = tool(b, *(common + ["--producer-epoch", str(ep2 - 1)]), rc=1)
     check("Failed to abort transaction AbortTransactionSpec(topicPartition=hang-1, producerId=%d, producerEpoch=%d, "
           "coordinatorEpoch=0): INVALID_PRODUCER_EPOCH" % (pid2, ep2 - 1) in err, repr(err))
-    eq(lso(b, "hang", 1), 0, "a refused abort changes nothing")
+    eq(end_offset(b, "hang", 1), 0, "a refused abort changes nothing")
     tool(b, *(common + ["--producer-epoch", str(ep2)]))
-    eq(lso(b, "hang", 1), 3, "LSO of hang-1 past its marker")
+    eq(end_offset(b, "hang", 1), 3, "LSO of hang-1 past its marker")
     eq(table(tool(b, "find-hanging", "--broker-id", "0")[0], HANG_HDR), [], "nothing hangs any more")
 
 
@@ -213,10 +207,10 @@ def test():
         check_views(b, lost, alive_pid)
         check_find_hanging(b, lost, lost2)
         check_abort(b, lost, lost2)
-        wait_until(lambda: lso(b, "live", 0) == 0, 5, "the live transaction still holds its LSO")
+        wait_until(lambda: end_offset(b, "live", 0) == 0, 5, "the live transaction still holds its LSO")
         b.kill9()
         b.start()
-        eq((lso(b, "hang", 0), lso(b, "hang", 1)), (5, 3), "after kill -9 the markers still end both")
+        eq((end_offset(b, "hang", 0), end_offset(b, "hang", 1)), (5, 3), "after kill -9 the markers still end both")
         eq(table(tool(b, "find-hanging", "--broker-id", "0")[0], HANG_HDR), [], "nothing hangs after kill -9")
         log("hanging transactions found and aborted")
 

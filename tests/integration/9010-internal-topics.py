@@ -36,28 +36,19 @@ TOPIC = "itest-internal"
 GROUPS = ["g-%d" % i for i in range(12)]
 
 
-def call(port, key, version, body):
-    s = kw.connect(port)
-    try:
-        s.sendall(kw.request(key, version, 1, body))
-        return kw.Reader(kw.recv_response(s)[1])
-    finally:
-        s.close()
-
-
 def commit(b, group, offset):
     """Raw OffsetCommit v2 (simple consumer: generation -1); a broker that
     dies on it fails the test at once instead of leaving a client retrying."""
     body = (kw.string(group) + kw.i32(-1) + kw.string("") + kw.i64(-1) +
             kw.array([TOPIC], lambda t: kw.string(t) + kw.array([0], lambda p: kw.i32(p) + kw.i64(offset) +
                                                                   kw.string(""))))
-    r = call(b.port, 8, 2, body)
+    r = kw.call(b.port, 8, 2, body)
     errs = r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16()))))
     eq(errs, [(TOPIC, [(0, 0)])], "OffsetCommit %s" % group)
 
 
 def committed(b, group):
-    r = call(b.port, 9, 1, kw.string(group) + kw.array([TOPIC], lambda t: kw.string(t) + kw.array([0], kw.i32)))
+    r = kw.call(b.port, 9, 1, kw.string(group) + kw.array([TOPIC], lambda t: kw.string(t) + kw.array([0], kw.i32)))
     parts = r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i64(), r.string(), r.i16()))))
     eq(parts[0][1][0][3], 0, "OffsetFetch %s error" % group)
     return parts[0][1][0][1]

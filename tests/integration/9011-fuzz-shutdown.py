@@ -152,32 +152,23 @@ class Fuzzer:
             self.s.close()
 
 
-def call(port, key, version, body):
-    s = kw.connect(port)
-    try:
-        s.sendall(kw.request(key, version, 1, body))
-        return kw.Reader(kw.recv_response(s)[1])
-    finally:
-        s.close()
-
-
 def nstr(v):
     return kw.i16(len(v)) + v
 
 
 def commit(port, group, offset):
-    r = call(port, 8, 2, nstr(group) + kw.i32(-1) + kw.string("") + kw.i64(-1) + kw.array(
+    r = kw.call(port, 8, 2, nstr(group) + kw.i32(-1) + kw.string("") + kw.i64(-1) + kw.array(
         [TOPIC], lambda t: kw.string(t) + kw.array([0], lambda p: kw.i32(p) + kw.i64(offset) + kw.string(""))))
     eq(r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16())))), [(TOPIC, [(0, 0)])], "commit")
 
 
 def committed(port, group):
-    r = call(port, 9, 1, nstr(group) + kw.array([TOPIC], lambda t: kw.string(t) + kw.array([0], kw.i32)))
+    r = kw.call(port, 9, 1, nstr(group) + kw.array([TOPIC], lambda t: kw.string(t) + kw.array([0], kw.i32)))
     return r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i64(), r.string(), r.i16()))))[0][1][0][1]
 
 
 def init_pid(port, txn_id):
-    r = call(port, 22, 1, nstr(txn_id) + kw.i32(60000))
+    r = kw.call(port, 22, 1, nstr(txn_id) + kw.i32(60000))
     r.i32()
     eq(r.i16(), 0, "InitProducerId error")
     return r.i64()
@@ -186,13 +177,13 @@ def init_pid(port, txn_id):
 def static_join(port, group, instance):
     body = (nstr(group) + kw.i32(10000) + kw.i32(10000) + kw.string("") + nstr(instance) + kw.string("consumer") +
             kw.array(["range"], lambda p: kw.string(p) + kw.nbytes(b"")))
-    r = call(port, 11, 5, body)
+    r = kw.call(port, 11, 5, body)
     r.i32()
     eq(r.i16(), 0, "JoinGroup error")
 
 
 def members(port, group):
-    r = call(port, 15, 0, kw.array([group], nstr))
+    r = kw.call(port, 15, 0, kw.array([group], nstr))
     groups = r.array(lambda r: (r.i16(), r.string(), r.string(), r.string(), r.string(),
                                 r.array(lambda r: (r.string(), r.string(), r.string(), r.take(r.i32()),
                                                    r.take(r.i32())))))

@@ -1,8 +1,9 @@
 """Hand-made record batches v2 and Produce v8 on the raw wire, for tests of
 what the broker accepts and how it stores batches no client would write.
 
-    from batchwire import Rec, batch, produce, partition_error
+    from batchwire import Rec, batch, create, produce, partition_error
 
+    create(broker, "topic", {"max.message.bytes": "1000"})  # a gregor.Broker
     b = batch([Rec(b"k", b"v", ts_delta=0), Rec(b"k2", b"v2", ts_delta=5)],
               base_ts=t0, max_ts=-1, codec="gzip")
     err, base, rec_errors, msg = produce(port, "topic", 0, b)
@@ -20,6 +21,7 @@ import gzip
 import struct
 
 import kwire
+from confluent_kafka.admin import AdminClient, NewTopic
 from kwire import i8, i16, i32, i64, varint
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -78,6 +80,16 @@ def header_fields(b):
     count = struct.unpack(">i", b[57:61])[0]
     crc = struct.unpack(">I", b[17:21])[0]
     return attrs, lod, base_ts, max_ts, count, crc == kwire.crc32c(b[21:])
+
+
+def create(b, topic, config=None):
+    """Creates topic on broker b with one partition and the given topic
+    configs (a dict), through the Admin API; raises if that fails."""
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    fs = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1, config=config or {})],
+                             operation_timeout=10)
+    for f in fs.values():
+        f.result(timeout=10)
 
 
 def produce_v8_body(topic, partition, records, acks=-1, timeout_ms=10000):

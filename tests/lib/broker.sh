@@ -167,6 +167,18 @@ it_pass() {
 	exit 0
 }
 
+# ---- Go client programs (tests/go/NAME/main.go) ----
+
+# go_client NAME: builds $BUILD/bin/go/NAME with make (fails the test with
+# the build output if that fails) and sets $GO_CLIENT to its absolute path.
+go_client() {
+	local blog="${TMPDIR:-/tmp}/$1-build-$$.log"
+	case "$BUILD" in /*) GO_CLIENT="$BUILD/bin/go/$1" ;; *) GO_CLIENT="$REPO_ROOT/$BUILD/bin/go/$1" ;; esac
+	make --no-print-directory -C "$REPO_ROOT" BUILD="$BUILD" "$BUILD/bin/go/$1" >"$blog" 2>&1 ||
+		{ cat "$blog"; rm -f "$blog"; fail "building $GO_CLIENT"; }
+	rm -f "$blog"
+}
+
 # ---- command-line tools under test ----
 
 # tool_init BINARY: $TOOL is $REPO_ROOT/$BUILD/bin/BINARY (must exist), $OUT a

@@ -1,10 +1,35 @@
-"""Shared pieces of the exactly-once tests (4002, 4006): reading a sink
-topic back under an isolation level, and checking it against the numbered
-source messages "msg-%07d" that eos-copier upper-cases."""
+"""Shared pieces of the exactly-once and transaction tests (4002, 4006,
+4011-4013, 4020-4021): reading a topic back under an isolation level, its
+last stable offset, and checking a sink topic against the numbered source
+messages "msg-%07d" that eos-copier upper-cases."""
 
 import time
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+
+def end_offset(b, topic, partition=0, isolation="read_committed"):
+    """The partition's end as a consumer of that isolation level sees it:
+    the last stable offset under read_committed, else the high watermark."""
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "lso", "isolation.level": isolation})
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)[1]
+    finally:
+        c.close()
+
+
+def read_committed(b, topic, n, timeout_s=15):
+    """Up to n values of partition 0 from offset 0 under read_committed,
+    polled for at most timeout_s."""
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "rc-" + topic, "isolation.level": "read_committed"})
+    c.assign([TopicPartition(topic, 0, 0)])
+    vals, deadline = [], time.time() + timeout_s
+    while len(vals) < n and time.time() < deadline:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            vals.append(m.value())
+    c.close()
+    return vals
 
 
 def read_sink(b, topic, parts, isolation, want, timeout_s=60):

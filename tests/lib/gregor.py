@@ -368,6 +368,17 @@ def wait_until(pred, timeout_s, what, interval_s=0.1):
         time.sleep(interval_s)
 
 
+def poll_until(members, pred, what, timeout_s=30):
+    """Calls poll() on each of members (group consumers, which must keep
+    polling to stay in their group) until pred() is true; fails after
+    timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while not pred():
+        check(time.monotonic() < deadline, "timed out waiting for " + what)
+        for m in members:
+            m.poll()
+
+
 def run(cmd, timeout_s=60, input_bytes=None, check_rc=True):
     """Run a client command (e.g. kcat); returns CompletedProcess with bytes stdout/stderr."""
     p = subprocess.run(cmd, input=input_bytes, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

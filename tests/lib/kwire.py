@@ -111,6 +111,18 @@ def recv_response(sock):
     return struct.unpack(">i", frame[:4])[0], frame[4:]
 
 
+def call(port, api_key, api_version, body):
+    """One request on a connection of its own (closed after the answer):
+    returns a Reader over the response body. A broker that dies or closes
+    on the request raises here, at once."""
+    s = connect(port)
+    try:
+        s.sendall(request(api_key, api_version, 1, body))
+        return Reader(recv_response(s)[1])
+    finally:
+        s.close()
+
+
 def wait_closed(sock, timeout_s=5.0):
     """True if the peer closes (EOF or reset) within timeout_s, reading and
     discarding anything it sends; False if still open after timeout_s.

@@ -12,6 +12,7 @@ and an empty tagged-field section after every struct; see
 
 import kwire as kw
 from idemwire import Client as _IdemClient, compact_nstring, uvarint
+from idemwire import read_compact_string as r_cstring, read_uvarint as r_uvarint
 
 
 def compact_array(items, enc):
@@ -19,21 +20,6 @@ def compact_array(items, enc):
 
 
 TAGS = uvarint(0)
-
-
-def r_uvarint(r):
-    v = shift = 0
-    while True:
-        b = r.take(1)[0]
-        v |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return v
-        shift += 7
-
-
-def r_cstring(r):
-    n = r_uvarint(r) - 1
-    return None if n < 0 else r.take(n).decode()
 
 
 def r_carray(r, fn):

@@ -241,6 +241,18 @@ int kafka_wait_broker(rd_kafka_t *rk)
 	return -ETIMEDOUT;
 }
 
+rd_kafka_t *kafka_admin_connect(const struct opts *o)
+{
+	rd_kafka_conf_t *conf = kafka_conf_new(opt_str(o, "bootstrap-server", NULL));
+	rd_kafka_t *rk;
+
+	kafka_conf_apply(conf, o, "command-config", NULL);
+	rk = kafka_new(RD_KAFKA_PRODUCER, conf);
+	if (kafka_wait_broker(rk) != 0)
+		exit(1);
+	return rk;
+}
+
 rd_kafka_AdminOptions_t *kafka_admin_options(rd_kafka_t *rk, rd_kafka_admin_op_t api)
 {
 	rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, api);

@@ -63,6 +63,13 @@ rd_kafka_t *kafka_new(rd_kafka_type_t type, rd_kafka_conf_t *conf);
  * "<prog>: cannot reach a broker at <bootstrap> within N ms (<last error>)". */
 int kafka_wait_broker(rd_kafka_t *rk);
 
+/* The admin tools' handle: bootstrap.servers from --bootstrap-server with
+ * the --command-config file applied over it, a producer handle (what the
+ * Admin API runs on) that has reached a broker. Exits 2 on a bad
+ * configuration, 1 if no broker answers within kafka_timeout_ms().
+ * Caller destroys it with rd_kafka_destroy(). */
+rd_kafka_t *kafka_admin_connect(const struct opts *o);
+
 /* Kafka's name for an error code: broker codes with the Java client's names
  * (UNKNOWN_TOPIC_OR_PARTITION, TOPIC_ALREADY_EXISTS, ...), librdkafka's
  * local codes (negative) with librdkafka's name (_TRANSPORT, ...).

@@ -59,30 +59,19 @@ static int wire_connect(const char *host, int port, int *fd_out)
 	return fd < 0 ? err : 0;
 }
 
-static int wire_send(struct wire *wc, const uint8_t *p, size_t len)
+/*
+ * Sends (out) or receives all len bytes at p, again after EINTR. 0, -errno,
+ * or -EPIPE / -ECONNRESET when the broker closed the connection.
+ */
+static int wire_xfer(struct wire *wc, uint8_t *p, size_t len, bool out)
 {
 	while (len > 0) {
-		ssize_t n = send(wc->fd, p, len, MSG_NOSIGNAL);
+		ssize_t n = out ? send(wc->fd, p, len, MSG_NOSIGNAL) : recv(wc->fd, p, len, 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return n < 0 ? -errno : -EPIPE;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int wire_recv_all(struct wire *wc, uint8_t *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = recv(wc->fd, p, len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -ECONNRESET;
+			return n < 0 ? -errno : out ? -EPIPE : -ECONNRESET;
 		p += n;
 		len -= (size_t)n;
 	}
@@ -94,7 +83,7 @@ static int wire_recv(struct wire *wc, struct arena *a, uint8_t **frame, int32_t 
 {
 	uint8_t size[4];
 	struct rd r;
-	int err = wire_recv_all(wc, size, sizeof(size));
+	int err = wire_xfer(wc, size, sizeof(size), false);
 
 	if (err)
 		return err;
@@ -105,7 +94,7 @@ static int wire_recv(struct wire *wc, struct arena *a, uint8_t **frame, int32_t 
 	*frame = arena_alloc(a, (size_t)*len);
 	if (!*frame)
 		return -ENOMEM;
-	return wire_recv_all(wc, *frame, (size_t)*len);
+	return wire_xfer(wc, *frame, (size_t)*len, false);
 }
 
 static const char *wire_errstr(int err)
@@ -127,7 +116,7 @@ void wire_call(struct wire *wc, int16_t api_key, int16_t version, const void *re
 	at = header_write_request(&w, api_key, version, corr, kstr_c(opt_prog()));
 	pa->req_encode(&w, version, req);
 	wr_patch_i32(&w, at, (int32_t)(wr_total(&w) - (int64_t)at - 4));
-	err = w.err ? w.err : wire_send(wc, w.buf, w.len);
+	err = w.err ? w.err : wire_xfer(wc, w.buf, w.len, true);
 	wr_release(&w);
 	if (!err)
 		err = wire_recv(wc, a, &frame, &len);

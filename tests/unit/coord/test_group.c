@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "../tmpdir.h"
+
 #include "coord/group.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
@@ -96,8 +98,7 @@ static int fx_setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
 
-	strcpy(fx->root, "/tmp/gregor-group-XXXXXX");
-	assert_non_null(mkdtemp(fx->root));
+	tmpdir_make(fx->root, sizeof(fx->root), "group");
 	assert_int_equal(loop_new(&fx->loop), 0);
 	fx_open(fx);
 	*state = fx;
@@ -107,12 +108,10 @@ static int fx_setup(void **state)
 static int fx_teardown(void **state)
 {
 	struct fx *fx = *state;
-	char cmd[128];
 
 	fx_close(fx);
 	loop_free(fx->loop);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->root);
-	assert_int_equal(system(cmd), 0);
+	tmpdir_remove(fx->root);
 	free(fx);
 	return 0;
 }

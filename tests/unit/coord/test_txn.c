@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "../tmpdir.h"
+
 #include "coord/txn.h"
 #include "log/partition.h"
 #include "log/pstate.h"
@@ -150,8 +152,7 @@ static int fx_setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
 
-	strcpy(fx->root, "/tmp/gregor-txn-XXXXXX");
-	assert_non_null(mkdtemp(fx->root));
+	tmpdir_make(fx->root, sizeof(fx->root), "txn");
 	assert_int_equal(loop_new(&fx->loop), 0);
 	fx_open_all(fx);
 	fx_coord(fx);
@@ -162,13 +163,11 @@ static int fx_setup(void **state)
 static int fx_teardown(void **state)
 {
 	struct fx *fx = *state;
-	char cmd[256];
 
 	txn_coord_free(fx->tc);
 	fx_close_all(fx);
 	loop_free(fx->loop);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->root);
-	assert_int_equal(system(cmd), 0);
+	tmpdir_remove(fx->root);
 	free(fx);
 	return 0;
 }

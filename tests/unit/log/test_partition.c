@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "../tmpdir.h"
+
 #include "log/partition.h"
 #include "log/segment.h"
 #include "proto/records.h"
@@ -31,8 +33,7 @@ static int fx_setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
 
-	strcpy(fx->root, "/tmp/gregor-log-XXXXXX");
-	assert_non_null(mkdtemp(fx->root));
+	tmpdir_make(fx->root, sizeof(fx->root), "log");
 	snprintf(fx->dir, sizeof(fx->dir), "%s/topic-0", fx->root);
 	part_cfg_default(&fx->cfg);
 	fx->cfg.retention_ms = -1;
@@ -43,10 +44,8 @@ static int fx_setup(void **state)
 static int fx_teardown(void **state)
 {
 	struct fx *fx = *state;
-	char cmd[256];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->root);
-	assert_int_equal(system(cmd), 0);
+	tmpdir_remove(fx->root);
 	free(fx);
 	return 0;
 }

@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "../tmpdir.h"
+
 #include "log/partition.h"
 #include "log/pstate.h"
 #include "proto/records.h"
@@ -203,8 +205,7 @@ static int fx_setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
 
-	strcpy(fx->dir, "/tmp/gregor-pstate-XXXXXX");
-	assert_non_null(mkdtemp(fx->dir));
+	tmpdir_make(fx->dir, sizeof(fx->dir), "pstate");
 	fx->dir_fd = open(fx->dir, O_RDONLY | O_DIRECTORY);
 	*state = fx;
 	return 0;
@@ -213,11 +214,9 @@ static int fx_setup(void **state)
 static int fx_teardown(void **state)
 {
 	struct fx *fx = *state;
-	char cmd[128];
 
 	close(fx->dir_fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
-	assert_int_equal(system(cmd), 0);
+	tmpdir_remove(fx->dir);
 	free(fx);
 	return 0;
 }
