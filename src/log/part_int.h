@@ -57,4 +57,20 @@ void part_drop_head(struct part *part, int n);
 /* Moves the log start forward (and trims the epoch cache). */
 void part_advance_log_start(struct part *part, int64_t offset);
 
+/*
+ * The high watermark (part_high_watermark's body, shared with txnidx.c so
+ * that the index module needs nothing from partition.c): under the durable
+ * policy what the last completed sync covered, else the log end; it never
+ * moves back.
+ */
+static inline int64_t part_hw_advance(struct part *part)
+{
+	int64_t synced = __atomic_load_n(&part->recovery_point, __ATOMIC_ACQUIRE);
+	int64_t hw = part->cfg.hw_on_sync ? (synced < part->leo ? synced : part->leo) : part->leo;
+
+	if (hw > part->hw)
+		part->hw = hw;
+	return part->hw;
+}
+
 #endif

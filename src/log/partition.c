@@ -805,13 +805,9 @@ int64_t part_log_end_offset(const struct part *part)
 }
 int64_t part_high_watermark(struct part *part)
 {
-	int64_t synced = __atomic_load_n(&part->recovery_point, __ATOMIC_ACQUIRE);
-	int64_t hw = part->cfg.hw_on_sync ? (synced < part->leo ? synced : part->leo) : part->leo;
-
-	if (hw > part->hw)
-		part->hw = hw;
-	return part->hw;
+	return part_hw_advance(part);
 }
+
 int part_segment_count(const struct part *part)
 {
 	return part->nsegs;

@@ -370,7 +370,7 @@ void txnidx_truncate_head(struct part *part)
 static int64_t txnidx_lso_without(struct part *part, int64_t producer_id)
 {
 	const struct pstate *ps = &part->pstate;
-	int64_t lso = part_high_watermark(part);
+	int64_t lso = part_hw_advance(part);
 
 	for (uint32_t i = 0; i < ps->cap; i++) {
 		const struct pstate_entry *e = &ps->slots[i];
