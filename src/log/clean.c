@@ -329,7 +329,8 @@ static bool clean_keep(const struct clean_batch *b, const struct record *rec)
 		return true;
 	if (rec->offset < clean_map_get(map, rec->key.p, (size_t)rec->key.len))
 		return false;
-	return rec->value.len >= 0 || b->h->max_timestamp >= b->o->delete_horizon_ms;
+	/* maxTimestamp -1 (stored before Produce set it): age unknown, the tombstone stays */
+	return rec->value.len >= 0 || b->h->max_timestamp < 0 || b->h->max_timestamp >= b->o->delete_horizon_ms;
 }
 
 static int clean_rewrite_record(void *arg, const struct record *rec)

@@ -23,7 +23,8 @@
  *       - a tombstone (null value) that is the latest of its key is
  *         dropped when its batch's maxTimestamp < delete_horizon_ms
  *         (delete.retention.ms before the time of the pass) and it lies
- *         within the covered range;
+ *         within the covered range (a batch with maxTimestamp -1 has no
+ *         known age: its tombstones stay);
  *       - records without a key are kept (Produce refuses them on
  *         compacted topics; a record that got in anyway is not lost);
  *       - records of aborted transactions are dropped;

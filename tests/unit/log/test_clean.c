@@ -318,10 +318,11 @@ static void test_latest_value_per_key(void **state)
 	tmpdir_remove(dir);
 }
 
-/* Tombstones: kept while their batch is at or past the delete horizon, then dropped. */
+/* Tombstones: kept while their batch is at or past the delete horizon, then dropped; of unknown age, kept. */
 static void test_tombstones(void **state)
 {
 	struct rec_kv first[] = { kv("a", "1"), kv("b", "1") }, del[] = { kv("a", NULL) }, upd[] = { kv("b", "2") };
+	struct rec_kv del2[] = { kv("c", NULL) };
 	struct clean_map *map = map_new(64);
 	struct producers ps = { 0 };
 	struct clean_opts o = opts_for(map, &ps);
@@ -334,22 +335,26 @@ static void test_tombstones(void **state)
 	add_plain(&in, 0, 1000, first, 2);
 	add_plain(&in, 2, 2000, del, 1);
 	add_plain(&in, 3, 3000, upd, 1);
+	add_plain(&in, 4, -1, del2, 1); /* maxTimestamp -1: age unknown */
 	assert_int_equal(clean_map_build(map, in.buf, in.len, 0, &no_aborted, MAX_RECORDS_BYTES), 0);
 	o.delete_horizon_ms = 1500;
 	assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
 	collect(out.buf, out.len, &gl);
-	assert_int_equal(gl.n, 2);
+	assert_int_equal(gl.n, 3);
 	assert_int_equal(gl.v[0].offset, 2);
 	assert_true(gl.v[0].tombstone);
 	assert_int_equal(gl.v[1].offset, 3);
 	assert_string_equal(gl.v[1].value, "2");
+	assert_int_equal(gl.v[2].offset, 4);
 	out.len = 0;
 	o.delete_horizon_ms = 2001;
 	assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
 	collect(out.buf, out.len, &gl);
-	assert_int_equal(gl.n, 1);
+	assert_int_equal(gl.n, 2);
 	assert_int_equal(gl.v[0].offset, 3);
-	assert_int_equal(gl.nbatches, 1);
+	assert_int_equal(gl.v[1].offset, 4);
+	assert_true(gl.v[1].tombstone);
+	assert_int_equal(gl.nbatches, 2);
 	wr_release(&in);
 	wr_release(&out);
 	clean_map_free(map);
