@@ -11,6 +11,8 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +49,7 @@
 
 #define NOEFFECT "Accepted, no effect on a single node."
 #define IGNORED "Accepted for compatibility with Kafka's server.properties; ignored."
+#define NOCLEANER "Not yet in effect: compaction is not wired into the broker (docs/internals.md)."
 
 static const struct conf_def defs[] = {
 	/* identity and listeners */
@@ -134,8 +137,17 @@ static const struct conf_def defs[] = {
 	     "Not supported: only `false` is accepted (segment files grow as they are written)."),
 	ENUM("log.cleanup.policy", log_cleanup_policy, CONFIG_CLEANUP_VALUES, "delete", true,
 	     "Default topic `cleanup.policy`."),
-	BOOL("log.cleaner.enable", log_cleaner_enable, "true", false, "Run the log cleaner for compacted topics."),
-	I32("log.cleaner.threads", log_cleaner_threads, 0, I32MAX, "1", true, IGNORED),
+	BOOL("log.cleaner.enable", log_cleaner_enable, "true", false,
+	     "Run the log cleaner for compacted topics. " NOCLEANER),
+	I32("log.cleaner.threads", log_cleaner_threads, 0, I32MAX, "1", true,
+	    "Cleaner threads; only `1` is accepted. " NOCLEANER),
+	I64("log.cleaner.backoff.ms", log_cleaner_backoff_ms, 0, I64MAX, "15000", true,
+	    "Sleep of the cleaner when no partition is dirty enough to clean. " NOCLEANER),
+	I64("log.cleaner.dedupe.buffer.size", log_cleaner_dedupe_buffer_size, 1024, I64MAX, "134217728", true,
+	    "Bytes of the cleaner's key-to-offset map (24 bytes a key); a log with more keys is cleaned in "
+	    "several passes. " NOCLEANER),
+	STR("log.cleaner.io.max.bytes.per.second", log_cleaner_io_max_bytes_per_second, "1.7976931348623157E308", true,
+	    "Read and write rate limit of the cleaner (a number above 0). " NOCLEANER),
 	I64("log.cleaner.delete.retention.ms", log_cleaner_delete_retention_ms, 0, I64MAX, "86400000", true,
 	    "Default topic `delete.retention.ms` (how long tombstones are kept in compacted topics)."),
 	I64("log.cleaner.min.compaction.lag.ms", log_cleaner_min_compaction_lag_ms, 0, I64MAX, "0", true,
@@ -330,6 +342,46 @@ int config_kafka_type(const struct conf_def *d)
 	return CONFIG_KTYPE_UNKNOWN;
 }
 
+/* Parses s as a finite double in [lo, hi] (above lo if lo_open).  0 or -EINVAL. */
+static int config_double_in(const char *s, double lo, double hi, bool lo_open)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end || errno == ERANGE || !isfinite(v) || v < lo || v > hi || (lo_open && v == lo))
+		return -EINVAL;
+	return 0;
+}
+
+/* The log.cleaner.* values the table cannot check by itself. */
+static int config_check_cleaner(const struct broker_cfg *cfg, char *err, size_t errlen)
+{
+	if (cfg->log_cleaner_threads != 1) {
+		snprintf(err, errlen, "log.cleaner.threads is %d: only 1 cleaner thread is supported",
+			 cfg->log_cleaner_threads);
+		return -EINVAL;
+	}
+	if (config_double_in(cfg->log_cleaner_min_cleanable_ratio, 0, 1, false)) {
+		snprintf(err, errlen,
+			 "invalid value '%s' for 'log.cleaner.min.cleanable.ratio': expected a number "
+			 "between 0 and 1",
+			 cfg->log_cleaner_min_cleanable_ratio ? cfg->log_cleaner_min_cleanable_ratio : "null");
+		return -EINVAL;
+	}
+	if (config_double_in(cfg->log_cleaner_io_max_bytes_per_second, 0, DBL_MAX, true)) {
+		snprintf(err, errlen,
+			 "invalid value '%s' for 'log.cleaner.io.max.bytes.per.second': expected a number "
+			 "above 0",
+			 cfg->log_cleaner_io_max_bytes_per_second ? cfg->log_cleaner_io_max_bytes_per_second : "null");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen)
 {
 	bool node_set = config_is_set(cfg, "node.id"), broker_set = config_is_set(cfg, "broker.id");
@@ -362,6 +414,8 @@ int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen)
 			 cfg->group_min_session_timeout_ms, cfg->group_max_session_timeout_ms);
 		return -EINVAL;
 	}
+	if (config_check_cleaner(cfg, err, errlen))
+		return -EINVAL;
 	if (log_set_debug(cfg->log_debug ? cfg->log_debug : "")) {
 		snprintf(err, errlen,
 			 "invalid value '%s' for 'log.debug': expected a list of net, proto, log, "

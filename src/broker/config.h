@@ -126,7 +126,10 @@ struct broker_cfg {
 	int log_preallocate;    /* 0: "false", the only value accepted */
 	int log_cleanup_policy; /* CONFIG_CLEANUP_* */
 	bool log_cleaner_enable;
-	int32_t log_cleaner_threads;
+	int32_t log_cleaner_threads; /* 1: the only value accepted */
+	int64_t log_cleaner_backoff_ms;
+	int64_t log_cleaner_dedupe_buffer_size;
+	char *log_cleaner_io_max_bytes_per_second; /* a double, kept as text */
 	int64_t log_cleaner_delete_retention_ms;
 	int64_t log_cleaner_min_compaction_lag_ms;
 	int64_t log_cleaner_max_compaction_lag_ms;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,15 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.min_insync_replicas, 1);
 	assert_string_equal(cfg.cluster_id, "");
 	assert_string_equal(cfg.log_debug, "");
+	assert_true(cfg.log_cleaner_enable);
+	assert_int_equal(cfg.log_cleaner_threads, 1);
+	assert_true(cfg.log_cleaner_backoff_ms == 15000);
+	assert_true(cfg.log_cleaner_dedupe_buffer_size == 134217728);
+	assert_true(strtod(cfg.log_cleaner_io_max_bytes_per_second, NULL) == DBL_MAX);
+	assert_true(cfg.log_cleaner_delete_retention_ms == 86400000);
+	assert_true(cfg.log_cleaner_min_compaction_lag_ms == 0);
+	assert_true(cfg.log_cleaner_max_compaction_lag_ms == INT64_MAX);
+	assert_string_equal(cfg.log_cleaner_min_cleanable_ratio, "0.5");
 	assert_int_equal(config_get(&cfg, "log.retention.ms", buf, sizeof(buf), &src), 1);
 	assert_int_equal(src, CONFIG_SOURCE_DEFAULT);
 	assert_int_equal(config_get(&cfg, "num.partitions", buf, sizeof(buf), &src), 0);
@@ -342,6 +352,48 @@ static void test_file_errors(void **state)
 		 "%s:3: invalid value '0' for 'num.partitions': expected an integer between 1 and 1000000", path);
 	assert_string_equal(err, want);
 	config_release(&cfg);
+}
+
+/* Finalizes a default config with key=value set; returns config_finalize's result and its message in err. */
+static int finalize_with(const char *key, const char *value, char *err, size_t errlen)
+{
+	struct broker_cfg cfg;
+	int rc;
+
+	assert_int_equal(config_init(&cfg), 0);
+	err[0] = 0;
+	rc = config_set(&cfg, key, value, err, errlen);
+	if (!rc)
+		rc = config_finalize(&cfg, err, errlen);
+	config_release(&cfg);
+	return rc;
+}
+
+static void test_cleaner_values(void **state)
+{
+	char err[256];
+
+	(void)state;
+	assert_int_equal(finalize_with("log.cleaner.threads", "1", err, sizeof(err)), 0);
+	assert_int_equal(finalize_with("log.cleaner.threads", "2", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "log.cleaner.threads is 2: only 1 cleaner thread is supported");
+	assert_int_equal(finalize_with("log.cleaner.threads", "0", err, sizeof(err)), -EINVAL);
+	assert_int_equal(finalize_with("log.cleaner.min.cleanable.ratio", "0.01", err, sizeof(err)), 0);
+	assert_int_equal(finalize_with("log.cleaner.min.cleanable.ratio", "1", err, sizeof(err)), 0);
+	assert_int_equal(finalize_with("log.cleaner.min.cleanable.ratio", "1.5", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "invalid value '1.5' for 'log.cleaner.min.cleanable.ratio': expected a number "
+				 "between 0 and 1");
+	assert_int_equal(finalize_with("log.cleaner.min.cleanable.ratio", "half", err, sizeof(err)), -EINVAL);
+	assert_int_equal(finalize_with("log.cleaner.io.max.bytes.per.second", "1048576", err, sizeof(err)), 0);
+	assert_int_equal(finalize_with("log.cleaner.io.max.bytes.per.second", "1e6", err, sizeof(err)), 0);
+	assert_int_equal(finalize_with("log.cleaner.io.max.bytes.per.second", "0", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "invalid value '0' for 'log.cleaner.io.max.bytes.per.second': expected a number "
+				 "above 0");
+	assert_int_equal(finalize_with("log.cleaner.io.max.bytes.per.second", "1e999", err, sizeof(err)), -EINVAL);
+	assert_int_equal(finalize_with("log.cleaner.backoff.ms", "50", err, sizeof(err)), 0);
+	assert_int_equal(finalize_with("log.cleaner.backoff.ms", "-1", err, sizeof(err)), -EINVAL);
+	assert_int_equal(finalize_with("log.cleaner.dedupe.buffer.size", "1023", err, sizeof(err)), -EINVAL);
+	assert_int_equal(finalize_with("log.cleaner.dedupe.buffer.size", "1048576", err, sizeof(err)), 0);
 }
 
 static void test_args(void **state)
@@ -652,6 +704,7 @@ int main(void)
 		cmocka_unit_test(test_retention_precedence),
 		cmocka_unit_test(test_aliases),
 		cmocka_unit_test(test_file_errors),
+		cmocka_unit_test(test_cleaner_values),
 		cmocka_unit_test(test_args),
 		cmocka_unit_test(test_topic_defaults),
 		cmocka_unit_test(test_update),
