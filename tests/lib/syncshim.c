@@ -330,18 +330,6 @@ int mkdir(const char *path, mode_t mode)
 	return rc;
 }
 
-int unlink(const char *path)
-{
-	char p[PBUF];
-	int rc;
-
-	at_path(AT_FDCWD, path, p, sizeof(p));
-	rc = REAL(unlink)(path);
-	if (rc == 0)
-		trace("unlink", p, NULL);
-	return rc;
-}
-
 int unlinkat(int dirfd, const char *path, int flags)
 {
 	char p[PBUF];
@@ -354,14 +342,13 @@ int unlinkat(int dirfd, const char *path, int flags)
 	return rc;
 }
 
+/* unlink and rmdir are unlinkat on the current directory: one traced body */
+int unlink(const char *path)
+{
+	return unlinkat(AT_FDCWD, path, 0);
+}
+
 int rmdir(const char *path)
 {
-	char p[PBUF];
-	int rc;
-
-	at_path(AT_FDCWD, path, p, sizeof(p));
-	rc = REAL(rmdir)(path);
-	if (rc == 0)
-		trace("rmdir", p, NULL);
-	return rc;
+	return unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
 }
