@@ -43,6 +43,21 @@ struct syncer {
 	void *fail_arg;
 };
 
+/* What part_sync_mark() holds for a partition (under mu). */
+enum syncer_mark {
+	SYNCER_IDLE,    /* in no list */
+	SYNCER_DIRTY,   /* in dirty: the next round takes it */
+	SYNCER_PENDING, /* in busy[next_busy..]: the running round has yet to collect it */
+};
+
+/* Sets the mark of parts[0..n) that still hold `from` to `to` (mu held). */
+static void syncer_mark_all(struct part **parts, int n, int from, int to)
+{
+	for (int i = 0; i < n; i++)
+		if (*part_sync_mark(parts[i]) == from)
+			*part_sync_mark(parts[i]) = to;
+}
+
 static bool syncer_has(struct part **v, int n, struct part *part)
 {
 	for (int i = 0; i < n; i++)
@@ -61,6 +76,7 @@ static int syncer_round(struct syncer *s, struct part **parts, int n, bool broke
 
 		pthread_mutex_lock(&s->mu);
 		s->next_busy = i + 1; /* from here on part_sync may have collected parts[i] */
+		*part_sync_mark(parts[i]) = SYNCER_IDLE;
 		pthread_mutex_unlock(&s->mu);
 		err = part_sync(parts[i]);
 
@@ -115,10 +131,12 @@ static void *syncer_main(void *arg)
 		s->dirty = NULL;
 		s->ndirty = s->dirty_cap = 0;
 		round = s->next_round++;
+		syncer_mark_all(s->busy, s->nbusy, SYNCER_DIRTY, SYNCER_PENDING);
 		broken = s->failed_round != 0 || durable_failed(); /* a sync outside the rounds failed */
 		pthread_mutex_unlock(&s->mu);
 		failed = syncer_round(s, s->busy, s->nbusy, broken);
 		pthread_mutex_lock(&s->mu);
+		syncer_mark_all(s->busy, s->nbusy, SYNCER_PENDING, SYNCER_IDLE); /* a failed round stops early */
 		syncer_keep_synced(s);
 		if (failed && !s->failed_round)
 			s->failed_round = round;
@@ -170,12 +188,12 @@ uint64_t syncer_want(struct syncer *s, struct part *part)
 	uint64_t ticket;
 
 	pthread_mutex_lock(&s->mu);
-	if (syncer_has(s->busy + s->next_busy, s->nbusy - s->next_busy, part)) {
+	if (*part_sync_mark(part) == SYNCER_PENDING) {
 		ticket = s->next_round - 1; /* the running round has yet to collect part: it covers this append */
 		pthread_mutex_unlock(&s->mu);
 		return ticket;
 	}
-	if (!syncer_has(s->dirty, s->ndirty, part)) {
+	if (*part_sync_mark(part) == SYNCER_IDLE) {
 		if (s->ndirty == s->dirty_cap) {
 			int cap = s->dirty_cap ? s->dirty_cap * 2 : 16;
 			struct part **nd = realloc(s->dirty, (size_t)cap * sizeof(*nd));
@@ -186,6 +204,7 @@ uint64_t syncer_want(struct syncer *s, struct part *part)
 			s->dirty_cap = cap;
 		}
 		s->dirty[s->ndirty++] = part;
+		*part_sync_mark(part) = SYNCER_DIRTY;
 		__atomic_store_n(&s->kick, true, __ATOMIC_RELAXED); /* signalled by syncer_kick */
 	}
 	ticket = s->next_round;
@@ -224,6 +243,8 @@ void syncer_forget(struct syncer *s, struct part *part)
 	for (int i = 0; i < s->ndirty; i++)
 		if (s->dirty[i] == part)
 			s->dirty[i--] = s->dirty[--s->ndirty];
+	if (*part_sync_mark(part) == SYNCER_DIRTY)
+		*part_sync_mark(part) = SYNCER_IDLE;
 	for (int i = 0; i < s->nsynced; i++)
 		if (s->synced[i] == part)
 			s->synced[i--] = s->synced[--s->nsynced];

@@ -45,6 +45,7 @@ struct part {
 	int64_t writeback_pos; /* active-segment position writeback was started up to */
 	/* subtracted from segment.ms for the active segment (segment.jitter.ms) */
 	int64_t roll_jitter_ms;
+	int sync_mark; /* the syncer's own bookkeeping, under its lock (part_sync_mark) */
 };
 
 static inline struct seg *part_active(const struct part *part)

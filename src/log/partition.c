@@ -509,6 +509,11 @@ void part_abandon(struct part *part)
 	part_free(part);
 }
 
+int *part_sync_mark(struct part *part)
+{
+	return &part->sync_mark;
+}
+
 int part_delete(struct part *part)
 {
 	char *dir = strdup(part->dir);

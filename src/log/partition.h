@@ -77,6 +77,12 @@ int part_close(struct part *part);
 void part_abandon(struct part *part);
 /* Closes part without syncing and removes its directory on this thread; 0 or -errno. */
 int part_delete(struct part *part);
+/*
+ * A word the syncer (broker/syncer.c) keeps per partition, read and
+ * written only under its own lock, so that marking a partition dirty
+ * costs no search of its lists.  0 when the partition is opened.
+ */
+int *part_sync_mark(struct part *part);
 void part_set_cfg(struct part *part, const struct part_cfg *cfg);
 
 /*
