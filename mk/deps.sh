@@ -5,7 +5,7 @@ set -e
 PKGS="gcc make python3 libisal-dev libsnappy-dev liblz4-dev libzstd-dev libcmocka-dev librdkafka-dev kcat
 python3-confluent-kafka python3-kafka libsqlite3-dev nodejs npm
 clang libclang-rt-14-dev
-python3-lz4 python3-snappy python3-xxhash
+python3-lz4 python3-snappy python3-xxhash e2fsprogs mount
 golang-go golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev
 golang-github-datadog-zstd-dev golang-github-davecgh-go-spew-dev
 golang-github-eapache-go-xerial-snappy-dev golang-github-golang-snappy-dev
