@@ -85,8 +85,11 @@ bool downconvert_has_zstd(const struct fslice *s)
 
 	while (win && !zstd && pos < s->len) {
 		if (pos + RECORDS_HDR_SIZE > win_pos + win_len) {
+			/* past a batch larger than the window, read its successor's header alone */
+			int64_t want = pos - win_pos > DOWNCONVERT_WINDOW ? RECORDS_HDR_SIZE : DOWNCONVERT_WINDOW;
+
 			win_pos = pos;
-			win_len = s->len - pos < DOWNCONVERT_WINDOW ? s->len - pos : DOWNCONVERT_WINDOW;
+			win_len = s->len - pos < want ? s->len - pos : want;
 			if (win_len < RECORDS_HDR_SIZE || slice_pread(s, win, (size_t)win_len, s->pos + win_pos))
 				break;
 		}
