@@ -18,8 +18,9 @@
 - gregor-log-dirs --describe prints Kafka's two lines and JSON whose sizes
   match the disk; --topic-list filters; --broker-list 0 works.
 - Garbage: truncated bodies at every version, a huge array count, a
-  negative compact count and random bytes close only that connection (or
-  are answered); a new connection is answered afterwards.
+  negative count and random bytes close only that connection (or are
+  answered); a new connection is answered after each, and a connection
+  open throughout is still answered at the end.
 """
 
 import json
@@ -31,7 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gregor import Broker, build_bin, check, eq, log, main, run  # noqa: E402
 import kwire as kw  # noqa: E402
 from idemwire import uvarint  # noqa: E402
-from logdirswire import API_KEY, describe, frame, request_body  # noqa: E402
+from logdirswire import API_KEY, describe, frame, parse_response, request_body  # noqa: E402
 
 from kafka import KafkaAdminClient, KafkaProducer  # noqa: E402
 from kafka.admin import NewTopic  # noqa: E402
@@ -203,6 +204,9 @@ def closes(port, data, wait_s=3.0):
 
 
 def check_garbage(b):
+    keep = kw.connect(b.port)  # open through all of it: must still be served afterwards
+    keep.sendall(frame(4, request_body(4, None), corr=7))
+    eq(kw.recv_response(keep)[0], 7, "kept connection, before")
     for v in range(5):
         body = request_body(v, [(TOPIC_A, [0, 1, 2])])
         for cut in range(len(body)):
@@ -215,6 +219,11 @@ def check_garbage(b):
     for _ in range(40):
         closes(b.port, frame(rnd.randrange(5), bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 40)))), 0.3)
     check(b.alive(), "broker alive after garbage")
+    keep.sendall(frame(4, request_body(4, None), corr=8))
+    corr, body = kw.recv_response(keep)
+    eq(corr, 8, "kept connection, after")
+    eq(sizes_of(parse_response(4, body)["dirs"][0]), disk_sizes(b), "kept connection's answer")
+    keep.close()
 
 
 def produce(b):
