@@ -124,7 +124,7 @@ test: deps
 
 # A representative part of the integration suite against an ASan+UBSan
 # broker (the whole suite: make SANITIZE=1 integration).
-SAN_TESTS ?= 0003 0004 0030 1001 2002 3001 4001 9001 9010 9011 9012 9013 9014 9015 9016
+SAN_TESTS ?= 0003 0004 0030 1001 2002 3001 4001 8020 9001 9010 9011 9012 9013 9014 9015 9016
 sanitize-smoke:
 	@$(MAKE) --no-print-directory SANITIZE=1 BUILD=build-san -j$(shell nproc) all
 	@SANITIZE=1 BUILD=build-san ASAN_OPTIONS=detect_leaks=1 sh tests/integration/run.sh $(SAN_TESTS)

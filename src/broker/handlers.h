@@ -2,7 +2,8 @@
  * handlers.h - one handler per API (see api.h for the contract).
  * Handlers live in one file per API family: h_meta.c (ApiVersions,
  * Metadata), h_produce.c, h_fetch.c, h_offsets.c (ListOffsets),
- * h_admin.c (topics, partitions, records), h_config.c (configs).
+ * h_admin.c (topics, partitions, records), h_config.c (configs),
+ * h_logdirs.c (log directories).
  */
 #ifndef GREGOR_BROKER_HANDLERS_H
 #define GREGOR_BROKER_HANDLERS_H
@@ -22,6 +23,8 @@ int h_describe_configs(struct req *rq, const void *in, void *out);
 int h_alter_configs(struct req *rq, const void *in, void *out);
 int h_incremental_alter_configs(struct req *rq, const void *in, void *out);
 int h_init_producer_id(struct req *rq, const void *in, void *out); /* h_idem.c */
+/* h_logdirs.c: what each log directory holds */
+int h_describe_log_dirs(struct req *rq, const void *in, void *out);
 /* h_group.c: consumer groups and committed offsets */
 int h_find_coordinator(struct req *rq, const void *in, void *out);
 int h_join_group(struct req *rq, const void *in, void *out);

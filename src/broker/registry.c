@@ -114,6 +114,11 @@ bool registry_dir_failed(const struct registry *reg)
 	return __atomic_load_n(&reg->dir_err, __ATOMIC_ACQUIRE) != 0;
 }
 
+const char *registry_log_dir(const struct registry *reg)
+{
+	return reg->dir;
+}
+
 /*
  * Binary search; returns the index of name or where it would go (negative
  * - 1).  name is a client's byte string (it may hold NUL bytes): compared

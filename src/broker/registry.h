@@ -97,6 +97,8 @@ bool topic_name_internal(struct kstr name);
  */
 void registry_fail_dir(struct registry *reg, int err);
 bool registry_dir_failed(const struct registry *reg);
+/* The log directory as configured (the first of log.dirs); owned by the registry. */
+const char *registry_log_dir(const struct registry *reg);
 
 /* Writes the recovery-point checkpoint (called periodically; not once the dir failed). */
 int registry_checkpoint(struct registry *reg);

@@ -1,7 +1,7 @@
 /* wire.h - a small blocking Kafka protocol client, for the requests
  * librdkafka 2.0.2 has no Admin API for (DescribeProducers,
  * DescribeTransactions, ListTransactions, WriteTxnMarkers, FindCoordinator
- * of a transactional id).
+ * of a transactional id, DescribeLogDirs).
  *
  * Requests and responses are the broker's generated structs
  * (build/gen/proto_msgs.h, from src/proto/schema/), encoded and decoded by

@@ -6,9 +6,10 @@
  * -> identical bytes.  Every strict prefix of those encodings must fail
  * with -EBADMSG (the decoder follows the same path until it runs out of
  * bytes).  Hand-checked byte vectors pin the wire format independently of
- * the generator: ApiVersions v3 (flexible, header v2) and Metadata v1 with
- * topics=null.  proto_sample.c is generated test support, included here
- * so the broker never links it.
+ * the generator: ApiVersions v3 (flexible, header v2), Metadata v1 with
+ * topics=null and a DescribeLogDirs answer in v4 and v1 form.
+ * proto_sample.c is generated test support, included here so the broker
+ * never links it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -237,6 +238,89 @@ static void test_metadata_v1_null_vector(void **state)
 	arena_release(&a);
 }
 
+/* DescribeLogDirs: one directory "/d" holding partition t-0 of 5 bytes, 100 bytes total, 50 usable. */
+static const uint8_t logdirs_v4_resp[] = {
+	0x00, 0x00, 0x00, 0x00,                         /* ThrottleTimeMs */
+	0x00, 0x00,                                     /* ErrorCode (v3+) */
+	0x02,                                           /* Results: compact count 1 */
+	0x00, 0x00,                                     /*   ErrorCode */
+	0x03, '/',  'd',                                /*   LogDir: compact "/d" */
+	0x02,                                           /*   Topics: 1 */
+	0x02, 't',                                      /*     Name: compact "t" */
+	0x02,                                           /*     Partitions: 1 */
+	0x00, 0x00, 0x00, 0x00,                         /*       PartitionIndex 0 */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05, /*       PartitionSize 5 */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /*       OffsetLag 0 */
+	0x00,                                           /*       IsFutureKey false */
+	0x00,                                           /*       partition tagged fields */
+	0x00,                                           /*     topic tagged fields */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x64, /*   TotalBytes 100 (v4+) */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x32, /*   UsableBytes 50 (v4+) */
+	0x00,                                           /*   result tagged fields */
+	0x00,                                           /* body tagged fields */
+};
+
+/* The same answer in v1 (non-flexible: no top-level ErrorCode, no sizes). */
+static const uint8_t logdirs_v1_resp[] = {
+	0x00, 0x00, 0x00, 0x00,                         /* ThrottleTimeMs */
+	0x00, 0x00, 0x00, 0x01,                         /* Results: 1 */
+	0x00, 0x00,                                     /*   ErrorCode */
+	0x00, 0x02, '/',  'd',                          /*   LogDir "/d" */
+	0x00, 0x00, 0x00, 0x01,                         /*   Topics: 1 */
+	0x00, 0x01, 't',                                /*     Name "t" */
+	0x00, 0x00, 0x00, 0x01,                         /*     Partitions: 1 */
+	0x00, 0x00, 0x00, 0x00,                         /*       PartitionIndex 0 */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05, /*       PartitionSize 5 */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /*       OffsetLag 0 */
+	0x00,                                           /*       IsFutureKey false */
+};
+
+/* Encodes m at version v and compares with want. */
+static void logdirs_check_encoding(const struct DescribeLogDirsResponse *m, int16_t v, const uint8_t *want, size_t len)
+{
+	struct wr w;
+
+	wr_init(&w);
+	DescribeLogDirsResponse_encode(&w, v, m);
+	assert_int_equal(w.err, 0);
+	assert_int_equal(w.len, len);
+	assert_memory_equal(w.buf, want, len);
+	wr_release(&w);
+}
+
+static void test_describe_log_dirs_vectors(void **state)
+{
+	struct DescribeLogDirsResponse m;
+	const struct DescribeLogDirsResult *res;
+	struct arena a;
+	struct rd r;
+
+	(void)state;
+	arena_init(&a, 0);
+	rd_init(&r, logdirs_v4_resp, sizeof(logdirs_v4_resp));
+	assert_int_equal(DescribeLogDirsResponse_decode(&r, &a, 4, &m), 0);
+	assert_int_equal(rd_left(&r), 0);
+	assert_int_equal(m.Results.n, 1);
+	res = &m.Results.v[0];
+	assert_true(kstr_eq_c(res->LogDir, "/d"));
+	assert_int_equal(res->Topics.n, 1);
+	assert_true(kstr_eq_c(res->Topics.v[0].Name, "t"));
+	assert_int_equal(res->Topics.v[0].Partitions.n, 1);
+	assert_int_equal(res->Topics.v[0].Partitions.v[0].PartitionSize, 5);
+	assert_int_equal(res->TotalBytes, 100);
+	assert_int_equal(res->UsableBytes, 50);
+	logdirs_check_encoding(&m, 4, logdirs_v4_resp, sizeof(logdirs_v4_resp));
+	logdirs_check_encoding(&m, 1, logdirs_v1_resp, sizeof(logdirs_v1_resp));
+
+	/* read in v1 form, the v4-only sizes are their defaults */
+	rd_init(&r, logdirs_v1_resp, sizeof(logdirs_v1_resp));
+	assert_int_equal(DescribeLogDirsResponse_decode(&r, &a, 1, &m), 0);
+	assert_int_equal(rd_left(&r), 0);
+	assert_int_equal(m.Results.v[0].TotalBytes, -1);
+	assert_int_equal(m.Results.v[0].UsableBytes, -1);
+	arena_release(&a);
+}
+
 static void test_huge_array_count(void **state)
 {
 	static const uint8_t meta[] = { 0x7f, 0xff, 0xff, 0xff, 0x00, 0x01, 'x' };
@@ -390,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_all),
 		cmocka_unit_test(test_apiversions_v3_vector),
 		cmocka_unit_test(test_metadata_v1_null_vector),
+		cmocka_unit_test(test_describe_log_dirs_vectors),
 		cmocka_unit_test(test_huge_array_count),
 		cmocka_unit_test(test_unknown_tags_skipped),
 		cmocka_unit_test(test_tagged_defaults_not_written),
