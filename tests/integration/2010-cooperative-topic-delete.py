@@ -152,6 +152,9 @@ def test():
             got = sorted(set(x for m in ms for x in m.snapshot()[2] if x[0] == KEEP))
             want = sorted((KEEP, p, o) for p in range(4) for o in range((sent[0] - p + 3) // 4))
             eq(got, want, "every message of the surviving topic")
+            # a cooperative rebalance has two rounds (revoke, then assign): wait for the second
+            wait_for(lambda: sorted(x for m in ms for x in m.snapshot()[1]) == [(KEEP, p) for p in range(4)],
+                     "final assignment: every partition of %s owned" % KEEP)
             finals = [m.snapshot()[1] for m in ms]
             eq(sorted(x for f in finals for x in f), [(KEEP, p) for p in range(4)], "final assignment")
             check(abs(len(finals[0]) - len(finals[1])) <= 1, "balanced: %r" % (finals,))
