@@ -22,34 +22,45 @@
 #include "proto/kerr.h"
 #include "util/log.h"
 
-static int32_t fetch_context_topic_len(struct kstr topic)
+/* A topic name for the session cache: a null or empty one as "". */
+static const char *fetch_context_topic(struct kstr topic, int32_t *len)
 {
-	return topic.len > 0 ? topic.len : 0;
+	*len = topic.len > 0 ? topic.len : 0;
+	return *len ? topic.p : "";
 }
 
-/* Applies an incremental request's partitions and forgotten partitions to sess; -ENOMEM on failure. */
+static struct fetch_session_req fetch_context_req(const struct FetchRequestPartition *p)
+{
+	return (struct fetch_session_req){ p->FetchOffset, p->LogStartOffset, p->PartitionMaxBytes,
+					   p->CurrentLeaderEpoch };
+}
+
+/* Applies an incremental request's partitions, then its forgotten ones, to sess; -ENOSPC or -ENOMEM on failure. */
 static int fetch_context_update(struct fetch_session_cache *cache, struct fetch_session *sess,
 				const struct FetchRequest *f)
 {
+	const char *name;
+	int32_t len;
+
 	for (int32_t i = 0; i < f->Topics.n; i++) {
 		const struct FetchRequestTopic *t = &f->Topics.v[i];
 
+		name = fetch_context_topic(t->Topic, &len);
 		for (int32_t j = 0; j < t->Partitions.n; j++) {
-			const struct FetchRequestPartition *p = &t->Partitions.v[j];
-			struct fetch_session_req req = { p->FetchOffset, p->LogStartOffset, p->PartitionMaxBytes,
-							 p->CurrentLeaderEpoch };
+			struct fetch_session_req req = fetch_context_req(&t->Partitions.v[j]);
+			int32_t idx =
+				fetch_session_upsert(cache, sess, name, len, t->Partitions.v[j].Partition, &req, NULL);
 
-			if (fetch_session_upsert(cache, sess, t->Topic.p, fetch_context_topic_len(t->Topic),
-						 p->Partition, &req, NULL) < 0)
-				return -ENOMEM;
+			if (idx < 0)
+				return idx;
 		}
 	}
 	for (int32_t i = 0; i < f->ForgottenTopicsData.n; i++) {
 		const struct FetchRequestForgottenTopic *t = &f->ForgottenTopicsData.v[i];
 
+		name = fetch_context_topic(t->Topic, &len);
 		for (int32_t j = 0; j < t->Partitions.n; j++)
-			fetch_session_forget(cache, sess, t->Topic.p, fetch_context_topic_len(t->Topic),
-					     t->Partitions.v[j]);
+			fetch_session_forget(cache, sess, name, len, t->Partitions.v[j]);
 	}
 	return 0;
 }
@@ -115,8 +126,8 @@ static int16_t fetch_context_incremental(struct fetch_session_cache *cache, stru
 		return KERR_FETCH_SESSION_ID_NOT_FOUND;
 	if (sess->epoch != f->SessionEpoch)
 		return KERR_INVALID_FETCH_SESSION_EPOCH;
-	if (fetch_context_update(cache, sess, f)) {
-		log_warn("fetch session %d: out of memory, session closed", sess->id);
+	if (fetch_context_update(cache, sess, f)) { /* its fetcher starts again with a full fetch */
+		log_warn("fetch session %d closed: no room for its partitions", sess->id);
 		fetch_session_remove(cache, sess);
 		return KERR_FETCH_SESSION_ID_NOT_FOUND;
 	}
@@ -177,14 +188,14 @@ static void fetch_context_create(struct fetch_session_cache *cache, const struct
 		return; /* no slot: answered without a session */
 	for (int32_t i = 0; i < resp->Responses.n; i++) {
 		const struct FetchRequestTopic *t = &eff->Topics.v[i];
+		int32_t len;
+		const char *name = fetch_context_topic(t->Topic, &len);
 
 		for (int32_t j = 0; j < resp->Responses.v[i].Partitions.n; j++) {
-			const struct FetchRequestPartition *p = &t->Partitions.v[j];
-			struct fetch_session_req req = { p->FetchOffset, p->LogStartOffset, p->PartitionMaxBytes,
-							 p->CurrentLeaderEpoch };
+			struct fetch_session_req req = fetch_context_req(&t->Partitions.v[j]);
 			struct fetch_session_state st = fetch_context_state(&resp->Responses.v[i].Partitions.v[j]);
-			int32_t idx = fetch_session_upsert(cache, sess, t->Topic.p, fetch_context_topic_len(t->Topic),
-							   p->Partition, &req, NULL);
+			int32_t idx =
+				fetch_session_upsert(cache, sess, name, len, t->Partitions.v[j].Partition, &req, NULL);
 
 			if (idx < 0) {
 				fetch_session_remove(cache, sess);

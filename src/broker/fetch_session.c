@@ -45,7 +45,9 @@ int32_t fetch_session_next_epoch(int32_t e)
 
 int fetch_session_cache_init(struct fetch_session_cache *cache, int32_t slots_max, int64_t eviction_ms, uint64_t seed)
 {
-	*cache = (struct fetch_session_cache){ .slots_max = slots_max, .eviction_ms = eviction_ms };
+	*cache = (struct fetch_session_cache){ .slots_max = slots_max,
+					       .eviction_ms = eviction_ms,
+					       .partitions_max = FETCH_SESSION_PARTITIONS_MAX };
 	cache->rng = seed ? seed : 0x9e3779b97f4a7c15ull;
 	cache->nids = FETCH_SESSION_IDS_MIN;
 	cache->ids = calloc((size_t)cache->nids, sizeof(*cache->ids));
@@ -228,6 +230,8 @@ int fetch_session_create(struct fetch_session_cache *cache, int64_t now_ms, bool
 	*sess_out = NULL;
 	if (cache->count >= cache->slots_max && !fetch_session_evict(cache, now_ms, privileged, nparts))
 		return -ENOSPC;
+	if (cache->partitions + nparts > cache->partitions_max)
+		return -ENOSPC;
 	if (cache->count >= cache->nids && fetch_session_ids_grow(cache))
 		return -ENOMEM;
 	sess = calloc(1, sizeof(*sess));
@@ -348,6 +352,8 @@ int32_t fetch_session_upsert(struct fetch_session_cache *cache, struct fetch_ses
 		fetch_session_set_req(&sess->parts[idx], req);
 		return idx;
 	}
+	if (cache->partitions >= cache->partitions_max)
+		return -ENOSPC;
 	name = malloc((size_t)topic_len + 1);
 	if (!name || fetch_session_reserve(sess)) {
 		free(name);

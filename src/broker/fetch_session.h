@@ -26,6 +26,12 @@
  * before that unless it is itself privileged.  Without a slot the fetch is
  * served without a session (SessionId 0).
  *
+ * Memory is bounded by the slots and by FETCH_SESSION_PARTITIONS_MAX
+ * partitions over all sessions (Kafka has no such bound): a session that
+ * would pass it is not created, and a partition that would pass it is not
+ * added (the caller closes that session; its fetcher then fetches without
+ * one until room is free).
+ *
  * This file is pure bookkeeping: it reads no log and no clock (every
  * caller passes now_ms), so it is unit-tested on its own.  Memory: each
  * session and partition entry is malloc'd and owned by the cache.
@@ -38,8 +44,9 @@
 #include <stdint.h>
 
 #define FETCH_SESSION_INVALID_ID 0
-#define FETCH_SESSION_INITIAL_EPOCH 0 /* with id 0: create a session */
-#define FETCH_SESSION_FINAL_EPOCH -1  /* close the session, or fetch without one */
+#define FETCH_SESSION_INITIAL_EPOCH 0          /* with id 0: create a session */
+#define FETCH_SESSION_FINAL_EPOCH -1           /* close the session, or fetch without one */
+#define FETCH_SESSION_PARTITIONS_MAX (1 << 20) /* over all sessions: ~100-200 MiB */
 
 /* What the fetcher was last told of a partition; -1 for a partition never answered. */
 struct fetch_session_told {
@@ -103,6 +110,7 @@ struct fetch_session_cache {
 	int64_t eviction_ms; /* min.incremental.fetch.session.eviction.ms */
 	int32_t count;
 	int64_t partitions;         /* over all sessions */
+	int64_t partitions_max;     /* FETCH_SESSION_PARTITIONS_MAX (tests lower it) */
 	uint64_t evictions;         /* sessions removed to make room or for idleness */
 	struct fetch_session **ids; /* id hash heads, nids (a power of two) */
 	int32_t nids;
@@ -124,7 +132,8 @@ void fetch_session_remove(struct fetch_session_cache *cache, struct fetch_sessio
  * A new, empty session for a fetcher about to add nparts partitions, with
  * epoch 1 and a fresh random id, evicting another session if the cache is
  * full and the rules above allow it.  OUT: *sess_out.  Returns 0, -ENOSPC
- * (no slot: serve the fetch without a session) or -ENOMEM.
+ * (no slot, or nparts more partitions would pass partitions_max: serve the
+ * fetch without a session) or -ENOMEM.
  */
 int fetch_session_create(struct fetch_session_cache *cache, int64_t now_ms, bool privileged, int32_t nparts,
 			 struct fetch_session **sess_out);
@@ -141,7 +150,8 @@ int32_t fetch_session_lookup(const struct fetch_session *sess, const char *topic
 /*
  * Adds the partition at the end of the session's order (answered-state -1)
  * or, if present, updates its request fields in place.  OUT: *added (may
- * be NULL).  Returns the entry's index, or -ENOMEM.
+ * be NULL).  Returns the entry's index, -ENOSPC (a new partition would
+ * pass partitions_max) or -ENOMEM.
  */
 int32_t fetch_session_upsert(struct fetch_session_cache *cache, struct fetch_session *sess, const char *topic,
 			     int32_t topic_len, int32_t partition, const struct fetch_session_req *req, bool *added);

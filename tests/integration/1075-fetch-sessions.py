@@ -19,7 +19,8 @@ v2; see 1076), so Fetch v11 is written by hand (tests/lib/fetchwire.py):
   - an error partition is sent every time, until forgotten;
   - DeleteRecords (log start offset moves) sends the partition;
   - a parked incremental fetch answers with just the partition that got
-    data, and one that times out answers with no partition.
+    data, and one that times out answers with no partition; one whose
+    session took a later epoch meanwhile answers INVALID_FETCH_SESSION_EPOCH.
 """
 import os
 import select
@@ -150,7 +151,23 @@ def parked(b, fx, sid, ep):
     eq(r.parts[("s", 15)].values, [b"fifteen"], "its record")
     r = fx.fetch({("s", 15): 1}, session_id=sid, epoch=ep + 2)
     eq(r.order, [], "quiet")
-    return ep + 3
+    # a parked fetch whose session moved on meanwhile (the next epoch taken on another connection)
+    fx.send({}, session_id=sid, epoch=ep + 3, max_wait_ms=20000, min_bytes=1)
+    time.sleep(0.3)
+    other = fw.Fetcher(b.port)
+    r = other.fetch({}, session_id=sid, epoch=ep + 4)
+    eq((r.error, r.order), (0, []), "next epoch on another connection")
+    other.close()
+    fw.produce(b.port, "s", 16, [b"sixteen"])
+    readable, _, _ = select.select([fx.sock], [], [], 10)
+    eq(readable, [fx.sock], "parked fetch answered on append")
+    r = fx.recv()
+    eq((r.error, r.order), (fw.INVALID_FETCH_SESSION_EPOCH, []), "parked fetch of an older epoch")
+    r = fx.fetch({}, session_id=sid, epoch=ep + 5)
+    eq(r.order, [("s", 16)], "the session goes on")
+    r = fx.fetch({("s", 16): 1}, session_id=sid, epoch=ep + 6)
+    eq(r.order, [], "quiet")
+    return ep + 7
 
 
 def close_and_replace(b, fx, sid, ep):

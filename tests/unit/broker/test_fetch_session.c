@@ -309,6 +309,29 @@ static void test_evict_privileged(void **state)
 	fetch_session_cache_release(&cache);
 }
 
+static void test_partitions_max(void **state)
+{
+	struct fetch_session_cache cache;
+	struct fetch_session *a, *b;
+
+	(void)state;
+	assert_int_equal(fetch_session_cache_init(&cache, 10, EVICT_MS, 17), 0);
+	assert_int_equal(cache.partitions_max, FETCH_SESSION_PARTITIONS_MAX);
+	cache.partitions_max = 10;
+	a = new_session(&cache, 0, false, 6);
+	assert_int_equal(fetch_session_create(&cache, 0, false, 5, &b), -ENOSPC); /* 6 + 5 > 10 */
+	b = new_session(&cache, 0, false, 4);
+	assert_int_equal(cache.partitions, 10);
+	/* full: updating a partition still works, adding one does not */
+	assert_true(fetch_session_upsert(&cache, a, "t0", 2, 0, &REQ0, NULL) >= 0);
+	assert_int_equal(fetch_session_upsert(&cache, a, "t0", 2, 99, &REQ0, NULL), -ENOSPC);
+	assert_int_equal(a->n, 6);
+	assert_true(fetch_session_forget(&cache, b, "t0", 2, 0));
+	assert_true(fetch_session_upsert(&cache, a, "t0", 2, 99, &REQ0, NULL) >= 0);
+	assert_int_equal(cache.partitions, 10);
+	fetch_session_cache_release(&cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -322,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_evict_stale_first),
 		cmocka_unit_test(test_evict_smaller_old),
 		cmocka_unit_test(test_evict_privileged),
+		cmocka_unit_test(test_partitions_max),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
