@@ -65,16 +65,21 @@ static int fetch_context_update(struct fetch_session_cache *cache, struct fetch_
 	return 0;
 }
 
+/* Does sp start a new topic in the session's order (prev: the partition before it, or NULL)? Names may hold NULs. */
+static bool fetch_context_new_topic(const struct fetch_session_part *prev, const struct fetch_session_part *sp)
+{
+	return !prev || prev->topic_len != sp->topic_len || memcmp(prev->topic, sp->topic, (size_t)sp->topic_len) != 0;
+}
+
 /* Topics of the session's order: a new one wherever the topic differs from the previous partition's. */
 static int32_t fetch_context_count_topics(const struct fetch_session *sess)
 {
 	int32_t n = 0;
-	const char *prev = NULL;
+	const struct fetch_session_part *prev = NULL;
 
 	for (int32_t i = sess->head; i >= 0; i = sess->parts[i].next) {
-		if (!prev || strcmp(prev, sess->parts[i].topic) != 0)
-			n++;
-		prev = sess->parts[i].topic;
+		n += fetch_context_new_topic(prev, &sess->parts[i]);
+		prev = &sess->parts[i];
 	}
 	return n;
 }
@@ -86,7 +91,7 @@ static void fetch_context_snapshot(struct req *rq, const struct fetch_session *s
 	int32_t nt = fetch_context_count_topics(sess), t = -1, k = 0;
 	struct FetchRequestTopic *topics = req_alloc(rq, (size_t)nt, sizeof(*topics));
 	struct FetchRequestPartition *parts = req_alloc(rq, (size_t)sess->n, sizeof(*parts));
-	const char *prev = NULL;
+	const struct fetch_session_part *prev = NULL;
 
 	ctx->n = sess->n;
 	ctx->idx = req_alloc(rq, (size_t)sess->n, sizeof(*ctx->idx));
@@ -94,14 +99,14 @@ static void fetch_context_snapshot(struct req *rq, const struct fetch_session *s
 	for (int32_t i = sess->head; i >= 0; i = sess->parts[i].next, k++) {
 		const struct fetch_session_part *sp = &sess->parts[i];
 
-		if (!prev || strcmp(prev, sp->topic) != 0) {
+		if (fetch_context_new_topic(prev, sp)) {
 			char *name = req_alloc(rq, (size_t)sp->topic_len + 1, 1);
 
 			memcpy(name, sp->topic, (size_t)sp->topic_len);
 			topics[++t] = (struct FetchRequestTopic){ .Topic = { name, sp->topic_len },
 								  .Partitions = { &parts[k], 0 } };
 		}
-		prev = sp->topic;
+		prev = sp;
 		topics[t].Partitions.n++;
 		parts[k] = (struct FetchRequestPartition){ .Partition = sp->partition,
 							   .CurrentLeaderEpoch = sp->leader_epoch,

@@ -103,6 +103,12 @@ def add_forget_errors(b, fx, sid, ep):
     eq(r.order, [("nosuch", 0)], "error partition answered again")
     r = fx.fetch({}, session_id=sid, epoch=ep + 6, forgotten=[("nosuch", 0)])
     eq(r.order, [], "error partition forgotten")
+    # names that differ only after a NUL byte stay apart
+    r = fx.fetch({("x\0a", 0): 0, ("x\0b", 1): 0}, session_id=sid, epoch=ep + 7)
+    eq(r.order, [("x\0a", 0), ("x\0b", 1)], "two unknown topics, NUL in their names")
+    r = fx.fetch({}, session_id=sid, epoch=ep + 8, forgotten=[("x\0a", 0), ("x\0b", 1)])
+    eq(r.order, [], "both forgotten")
+    ep += 2
     # the log start offset moves: the partition is sent without records
     fw.produce(b.port, "s", 1, [b"a", b"b"])
     r = fx.fetch({("s", 1): 2}, session_id=sid, epoch=ep + 7)
