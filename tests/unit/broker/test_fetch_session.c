@@ -332,6 +332,52 @@ static void test_partitions_max(void **state)
 	fetch_session_cache_release(&cache);
 }
 
+/* Random upserts, forgets and moves against a plain array of the expected order. */
+static void test_random_against_model(void **state)
+{
+	struct fetch_session_cache cache;
+	struct fetch_session *sess;
+	int32_t model[256], n = 0; /* partition numbers in order; topic = "t<p % 7>" */
+	uint32_t rng = 12345;
+
+	(void)state;
+	assert_int_equal(fetch_session_cache_init(&cache, 1, EVICT_MS, 19), 0);
+	assert_int_equal(fetch_session_create(&cache, 0, false, 0, &sess), 0);
+	for (int step = 0; step < 20000; step++) {
+		int32_t p, pos = -1, i = 0;
+		char topic[8];
+		int op;
+
+		rng = rng * 1103515245u + 12345u;
+		p = (int32_t)((rng >> 16) % 200);
+		op = (int)((rng >> 8) % 3);
+		snprintf(topic, sizeof(topic), "t%d", p % 7);
+		for (int32_t k = 0; k < n; k++)
+			if (model[k] == p)
+				pos = k;
+		if (op == 0) { /* upsert: appended if new */
+			assert_true(fetch_session_upsert(&cache, sess, topic, 2, p, &REQ0, NULL) >= 0);
+			if (pos < 0)
+				model[n++] = p;
+		} else if (op == 1) { /* forget */
+			assert_int_equal(fetch_session_forget(&cache, sess, topic, 2, p), pos >= 0);
+			if (pos >= 0)
+				memmove(&model[pos], &model[pos + 1], (size_t)(--n - pos) * sizeof(*model));
+		} else if (pos >= 0) { /* move last */
+			fetch_session_move_last(sess, fetch_session_lookup(sess, topic, 2, p));
+			memmove(&model[pos], &model[pos + 1], (size_t)(n - 1 - pos) * sizeof(*model));
+			model[n - 1] = p;
+		}
+		assert_int_equal(sess->n, n);
+		assert_int_equal(cache.partitions, n);
+		for (int32_t k = sess->head; k >= 0; k = sess->parts[k].next, i++)
+			assert_int_equal(sess->parts[k].partition, model[i]);
+		assert_int_equal(i, n);
+		assert_true(sess->used <= 256);
+	}
+	fetch_session_cache_release(&cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,6 +392,7 @@ int main(void)
 		cmocka_unit_test(test_evict_smaller_old),
 		cmocka_unit_test(test_evict_privileged),
 		cmocka_unit_test(test_partitions_max),
+		cmocka_unit_test(test_random_against_model),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
