@@ -18,6 +18,7 @@ struct cleaner;
 struct req;
 struct group_coord;
 struct txn_coord;
+struct fetch_session_cache;
 
 struct broker {
 	struct broker_cfg cfg;
@@ -35,6 +36,8 @@ struct broker {
 	struct loop_timer housekeeping;
 	struct group_coord *groups; /* the group coordinator (h_group.c) */
 	struct txn_coord *txns;     /* the transaction coordinator (h_txn.c) */
+	/* incremental fetch sessions, KIP-227 (fetch_session.h) */
+	struct fetch_session_cache *fetch_sessions;
 	/* what a SIGHUP reload re-reads (main.c; borrowed from main's argv) */
 	const char *config_path; /* server.properties, NULL = defaults only */
 	int argc;                /* the command line, for its --override values */

@@ -80,6 +80,15 @@ static const struct conf_def defs[] = {
 	I32("fetch.max.bytes", fetch_max_bytes, 1024, 1073741824, "57671680", true,
 	    "Most record bytes in one Fetch response, whatever the request asks for (its MaxBytes and each "
 	    "PartitionMaxBytes are clamped to it); the first batch is served even if larger (KIP-74)."),
+	I32("max.incremental.fetch.session.cache.slots", max_incremental_fetch_session_cache_slots, 0, I32MAX, "1000",
+	    false,
+	    "The maximum number of incremental fetch sessions (KIP-227) that we will maintain. When all are "
+	    "taken, a new session may evict an idle or a smaller one; otherwise the fetch is served without a "
+	    "session. 0 disables fetch sessions."),
+	I64("min.incremental.fetch.session.eviction.ms", min_incremental_fetch_session_eviction_ms, 1, I64MAX, "120000",
+	    false,
+	    "A fetch session unused this long is closed, and before that may be evicted for a new one only once "
+	    "it is this old. Kafka fixes this at 120000 ms; Gregor lets it be set."),
 	I32("socket.request.max.bytes", socket_request_max_bytes, 1, I32MAX, "104857600", false,
 	    "Largest request frame; a bigger size field closes the connection."),
 	I32("socket.send.buffer.bytes", socket_send_buffer_bytes, -1, I32MAX, "-1", true,

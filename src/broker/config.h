@@ -100,6 +100,8 @@ struct broker_cfg {
 	/* limits and sockets */
 	int32_t message_max_bytes;
 	int32_t fetch_max_bytes; /* clamps Fetch MaxBytes and PartitionMaxBytes */
+	int32_t max_incremental_fetch_session_cache_slots;
+	int64_t min_incremental_fetch_session_eviction_ms;
 	int32_t socket_request_max_bytes;
 	int32_t socket_send_buffer_bytes; /* -1 = OS default */
 	int32_t socket_receive_buffer_bytes;

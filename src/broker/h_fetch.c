@@ -10,9 +10,14 @@
  * read_committed's aborted lists are re-made), so a parked fetch does not
  * grow with each wake-up; its arena is counted in queued.max.request.bytes
  * while it waits, and one that still grows past FETCH_PARK_GROWTH_MAX is
- * answered early with what it has.  Sessions (KIP-227) are not kept:
- * every fetch is a full fetch answered with SessionId 0, which every
- * client accepts.
+ * answered early with what it has.
+ *
+ * Fetch sessions (KIP-227, broker/fetch_context.h): the request is first
+ * turned into the one to serve (for an incremental fetch, the session's
+ * partitions), which is filled, parked and filled again like any other;
+ * just before the answer leaves, fetch_context_finish creates the session
+ * of a full fetch or keeps in an incremental answer only the partitions
+ * with something new.
  *
  * read_committed (IsolationLevel 1): data is served only below the last
  * stable offset (log/txnidx.h), and AbortedTransactions lists every
@@ -35,10 +40,13 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "broker/broker.h"
 #include "broker/downconvert.h"
+#include "broker/fetch_context.h"
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
@@ -57,6 +65,9 @@ struct fetch_hold {
 	size_t arena_parked; /* arena bytes when parked, counted in queued.max.request.bytes */
 	size_t arena_charged;
 	struct wr conv; /* Fetch v0-v3: the message sets, one after another */
+	/* the request served (the session's partitions for an incremental fetch), and its session context */
+	struct FetchRequest eff;
+	struct fetch_context ctx;
 };
 
 #define FETCH_PARK_GROWTH_MAX (64 << 10) /* arena growth while parked before answering early */
@@ -230,10 +241,6 @@ static int64_t fetch_fill(struct req *rq, const struct FetchRequest *f, struct F
 {
 	int64_t bytes = 0;
 
-	if (f->SessionId != 0) {
-		resp->ErrorCode = KERR_FETCH_SESSION_ID_NOT_FOUND;
-		return 0;
-	}
 	resp->Responses.n = f->Topics.n > 0 ? f->Topics.n : 0;
 	resp->Responses.v = fetch_topics(rq, f);
 	for (int32_t i = 0; i < resp->Responses.n; i++) {
@@ -270,8 +277,8 @@ static void fetch_unpark(struct req *rq)
 /* Fills rq's response again after a wake-up or its timeout; true if it is to be answered now. */
 static bool fetch_refill(struct req *rq, bool timed_out)
 {
-	const struct FetchRequest *f = rq->in;
 	struct fetch_hold *h = rq->hold;
+	const struct FetchRequest *f = &h->eff;
 	int64_t bytes;
 
 	fetch_release(rq);
@@ -287,12 +294,21 @@ static bool fetch_refill(struct req *rq, bool timed_out)
 	return false;
 }
 
+/* The response is final: the fetch session learns what it tells. */
+static void fetch_finish(struct req *rq)
+{
+	struct fetch_hold *h = rq->hold;
+
+	fetch_context_finish(rq->b->fetch_sessions, &h->ctx, &h->eff, rq->out, clock_mono_ms());
+}
+
 static void fetch_timeout(struct loop_timer *t)
 {
 	struct req *rq = (struct req *)((char *)t - offsetof(struct req, timer));
 
 	fetch_unpark(rq);
 	fetch_refill(rq, true);
+	fetch_finish(rq);
 	req_reply(rq);
 }
 
@@ -322,16 +338,59 @@ static void fetch_park(struct req *rq, const struct FetchRequest *f)
 
 int h_fetch(struct req *rq, const void *in, void *out)
 {
-	const struct FetchRequest *f = in;
+	struct FetchResponse *resp = out;
+	struct fetch_hold *h;
 	int64_t bytes;
 
-	rq->hold = req_alloc(rq, 1, sizeof(struct fetch_hold));
+	rq->hold = h = req_alloc(rq, 1, sizeof(struct fetch_hold));
 	rq->on_free = fetch_release;
-	bytes = fetch_fill(rq, f, out);
-	if (bytes >= f->MinBytes || f->MaxWaitMs <= 0 || fetch_has_error(out))
+	resp->ErrorCode = fetch_context_begin(rq->b->fetch_sessions, rq, in, &h->ctx, &h->eff, clock_mono_ms());
+	if (resp->ErrorCode)
+		return H_REPLY; /* SessionId 0, no partitions */
+	bytes = fetch_fill(rq, &h->eff, resp);
+	if (bytes >= h->eff.MinBytes || h->eff.MaxWaitMs <= 0 || fetch_has_error(resp)) {
+		fetch_finish(rq);
 		return H_REPLY;
-	fetch_park(rq, f);
+	}
+	fetch_park(rq, &h->eff);
 	return H_PARKED;
+}
+
+int fetch_sessions_start(struct broker *b)
+{
+	uint64_t seed = (uint64_t)clock_mono_ms();
+	int err;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
+		seed ^= (uint64_t)(uintptr_t)b;
+	b->fetch_sessions = calloc(1, sizeof(*b->fetch_sessions));
+	if (!b->fetch_sessions)
+		return -ENOMEM;
+	err = fetch_session_cache_init(b->fetch_sessions, b->cfg.max_incremental_fetch_session_cache_slots,
+				       b->cfg.min_incremental_fetch_session_eviction_ms, seed);
+	if (err) {
+		free(b->fetch_sessions);
+		b->fetch_sessions = NULL;
+	}
+	return err;
+}
+
+void fetch_sessions_expire(struct broker *b, int64_t now_ms)
+{
+	int32_t n = fetch_session_expire(b->fetch_sessions, now_ms);
+
+	if (n > 0)
+		log_debug(LOGC_BROKER, "broker", "%d idle fetch sessions expired, %d left", n,
+			  b->fetch_sessions->count);
+}
+
+void fetch_sessions_stop(struct broker *b)
+{
+	if (!b->fetch_sessions)
+		return;
+	fetch_session_cache_release(b->fetch_sessions);
+	free(b->fetch_sessions);
+	b->fetch_sessions = NULL;
 }
 
 void fetch_wake(struct broker *b)
@@ -344,6 +403,7 @@ void fetch_wake(struct broker *b)
 
 		if (fetch_refill(rq, false)) {
 			fetch_unpark(rq);
+			fetch_finish(rq);
 			req_reply(rq);
 		}
 	}

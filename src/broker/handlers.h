@@ -53,6 +53,10 @@ int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
  * answers those that are done; called at the end of each loop iteration.
  */
 void fetch_wake(struct broker *b);
+/* The fetch session cache (max.incremental.fetch.session.cache.slots): made, expired, freed. */
+int fetch_sessions_start(struct broker *b);
+void fetch_sessions_expire(struct broker *b, int64_t now_ms);
+void fetch_sessions_stop(struct broker *b);
 /* Requests time-based flushes (each topic's flush.ms, which follows log.flush.interval.ms); called periodically. */
 void produce_flush_policy(struct broker *b, int64_t now_ms);
 

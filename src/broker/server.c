@@ -334,6 +334,8 @@ static void server_housekeeping(struct loop_timer *t)
 	}
 	produce_flush_policy(b, now);
 	conn_close_idle(now); /* connections.max.idle.ms */
+	/* min.incremental.fetch.session.eviction.ms */
+	fetch_sessions_expire(b, now);
 	loop_timer_set(b->loop, t, now + HOUSEKEEPING_MS);
 }
 
@@ -388,6 +390,8 @@ int server_start(struct broker *b)
 	if (!err)
 		err = cleaner_start(b, &b->cleaner);
 	if (!err)
+		err = fetch_sessions_start(b);
+	if (!err)
 		err = server_listen(b);
 	if (err)
 		return err;
@@ -418,6 +422,7 @@ void server_stop(struct broker *b)
 	groups_stop(b);           /* answers parked JoinGroup/SyncGroup */
 	txns_stop(b);
 	conn_reap();
+	fetch_sessions_stop(b); /* after the last parked fetch is answered */
 	registry_close(b->reg);
 	close(server_signal_io.fd);
 	loop_free(b->loop);
