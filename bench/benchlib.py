@@ -144,7 +144,7 @@ class Gregor:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
                 return
             except OSError:
-                time.sleep(0.05)
+                time.sleep(0.01)
         raise RuntimeError("gregor did not start")
 
     @property

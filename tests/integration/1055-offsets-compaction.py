@@ -126,7 +126,9 @@ def test():
         replay_ms = (time.monotonic() - t0) * 1000
         eq(got, want, "committed offsets after the restart")
         logs, alloc, _ = sizes(path)
-        log("start-up replay: %.0f ms from start to the first successful OffsetFetch" % replay_ms)
+        loaded = re.findall(r"group coordinator: loaded .*", b.log_text())
+        log("start-up replay: %.0f ms from start to the first successful OffsetFetch (broker: %s)"
+            % (replay_ms, loaded[-1] if loaded else "no load line"))
         log("%s: %.0f bytes written, %d bytes of .log and %d allocated on disk after cleaning (%.2f%%)"
             % (name, written, logs, alloc, 100.0 * alloc / written))
         check(alloc < written / 10, "%s takes %d bytes on disk, not below a tenth of the %.0f written"
