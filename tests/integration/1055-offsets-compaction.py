@@ -16,7 +16,7 @@ __consumer_offsets partition rolls about fifty segments while the cleaner
     1,000 commits while they are still in the (never cleaned) active
     segment.
 Prints the start-up replay time: from starting the process to the first
-successful OffsetFetch (no assertion on it).  Runtime ~20 s.
+successful OffsetFetch (no assertion on it).  Runtime ~10 s.
 """
 import os
 import re
