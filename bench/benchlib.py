@@ -118,22 +118,25 @@ class Gregor:
     """The real broker on a free port with a temp data dir."""
     name = "gregor"
 
-    def __init__(self, partitions=1, props=None, env=None):
+    def __init__(self, partitions=1, props=None, env=None, data_dir=None, start_timeout_s=10):
+        """data_dir: an existing data dir to start on (kept by stop()); default a fresh one in the temp dir."""
         self.tmp = tempfile.mkdtemp(prefix="gregor-bench-")
         self.port = free_port()
         self.bootstrap = "127.0.0.1:%d" % self.port
-        data = os.path.join(self.tmp, "data")
-        os.makedirs(data)
+        data = data_dir or os.path.join(self.tmp, "data")
+        os.makedirs(data, exist_ok=True)
+        self.data_dir, self.log_path = data, os.path.join(self.tmp, "broker.log")
         with open(os.path.join(self.tmp, "server.properties"), "w") as f:
             f.write("listeners=PLAINTEXT://%s\nlog.dirs=%s\nnum.partitions=%d\n"
                     % (self.bootstrap, data, partitions))
             for k, v in (props or {}).items():
                 f.write("%s=%s\n" % (k, v))
-        self.logf = open(os.path.join(self.tmp, "broker.log"), "w")
+        self.logf = open(self.log_path, "w")
+        self.t_spawn = time.monotonic()
         self.proc = subprocess.Popen([GREGOR, os.path.join(self.tmp, "server.properties")],
                                      stdout=self.logf, stderr=subprocess.STDOUT, cwd=self.tmp,
                                      env=dict(os.environ, **env) if env else None)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + start_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("gregor exited during start-up; see %s/broker.log" % self.tmp)
@@ -141,7 +144,7 @@ class Gregor:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
                 return
             except OSError:
-                time.sleep(0.05)
+                time.sleep(0.01)
         raise RuntimeError("gregor did not start")
 
     @property
