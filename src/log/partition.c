@@ -236,8 +236,8 @@ static int part_load_seg(struct part *part, int i, int64_t recovery_point)
 /*
  * Segment i (a sealed stand-in) opened writable in its place, loaded or
  * recovered, and sealed again unless it is the last: its indexes are
- * rebuilt if they disagree with the log, and they are synced by the first
- * round (idx_from).
+ * rebuilt if they disagree with the log and, as it ends past the recovery
+ * point, synced by the first round with the recovered tail (idx_from).
  */
 static int part_recover_seg(struct part *part, int i, int64_t recovery_point)
 {
@@ -248,16 +248,18 @@ static int part_recover_seg(struct part *part, int i, int64_t recovery_point)
 		return rc;
 	pthread_mutex_lock(&part->mu);
 	part->segs[i] = seg;
-	if (seg->base_offset < part->idx_from)
-		part->idx_from = seg->base_offset;
 	pthread_mutex_unlock(&part->mu);
 	seg_close(stand_in);
 	rc = part_load_seg(part, i, recovery_point);
-	if (!rc && i + 1 < part->nsegs) {
-		seg_seal(seg);
-		seg_retire(seg);
-	}
-	return rc;
+	if (rc || i + 1 == part->nsegs)
+		return rc;
+	seg_seal(seg);
+	seg_retire(seg);
+	pthread_mutex_lock(&part->mu);
+	if (seg->base_offset < part->idx_from)
+		part->idx_from = seg->base_offset; /* lies past the recovery point: synced with the recovered tail */
+	pthread_mutex_unlock(&part->mu);
+	return 0;
 }
 
 /*
