@@ -10,7 +10,8 @@ held 15,000 descriptors.  Checked with confluent_kafka: the first and the
 last segment are consumed, a sweep reads more segments than the cache holds,
 offsets_for_times finds records in old segments, and /proc/<pid>/fd stays
 under the cache size plus a constant (the active segment, the directory,
-the broker's own).
+the broker's own).  The kill -9 comes right after more segments were
+written, so the start after it recovers the unsynced ones.
 """
 import os
 import sys
@@ -56,12 +57,12 @@ def check_fds(b, baseline, what):
     check(total <= baseline + CACHE + SLACK, "%s: %d descriptors, baseline %d + cache %d" % (what, total, baseline, CACHE))
 
 
-def produce_all(b):
-    """One record per batch (one produce request each)."""
+def produce_range(b, first, end):
+    """Records first..end-1, one per batch (one produce request each)."""
     p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 0, "batch.num.messages": 1, "acks": 1,
                   "enable.idempotence": False, "max.in.flight": 20, "queue.buffering.max.messages": 100000})
     errors = []
-    for i in range(RECORDS):
+    for i in range(first, end):
         p.produce(TOPIC, value=b"v%d" % i, key=b"k%d" % i, partition=0, timestamp=ts_of(i),
                   on_delivery=lambda err, msg: err and errors.append(err))
         p.poll(0)
@@ -87,8 +88,8 @@ def consume(b, start, count):
         c.close()
 
 
-def check_reads(b, what):
-    for start, count in ((0, 10), (RECORDS - 10, 10)):
+def check_reads(b, what, total):
+    for start, count in ((0, 10), (total - 10, 10)):
         got = consume(b, start, count)
         eq(got, [(i, b"v%d" % i, ts_of(i)) for i in range(start, start + count)],
            "%s: records %d..%d" % (what, start, start + count - 1))
@@ -98,10 +99,10 @@ def check_reads(b, what):
     check(all(v == b"v%d" % o for o, v, _ in got), "%s: values of the sweep" % what)
 
 
-def check_times(b, what):
+def check_times(b, what, total):
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g1060t", "enable.auto.commit": False})
     try:
-        for i in (0, 7, 1234, 2500, 7001, RECORDS - 1):
+        for i in (0, 7, 1234, 2500, 7001, total - 1):
             tps = c.offsets_for_times([TopicPartition(TOPIC, 0, ts_of(i))], timeout=10)
             eq(tps[0].offset, i, "%s: offset for the time of record %d" % (what, i))
             tps = c.offsets_for_times([TopicPartition(TOPIC, 0, ts_of(i) - 50)], timeout=10)
@@ -110,10 +111,10 @@ def check_times(b, what):
         c.close()
 
 
-def check_all(b, baseline, what):
+def check_all(b, baseline, what, total=RECORDS):
     check_fds(b, baseline, what + " (before reads)")
-    check_reads(b, what)
-    check_times(b, what)
+    check_reads(b, what, total)
+    check_times(b, what, total)
     time.sleep(0.5)  # let closed connections go
     check_fds(b, baseline, what + " (after reads)")
 
@@ -127,16 +128,17 @@ def test():
         warm.close()
         time.sleep(0.5)
         baseline = fds(b)[0]
-        produce_all(b)
+        produce_range(b, 0, RECORDS)
         logs = [f for f in os.listdir(b.partition_dir(TOPIC)) if f.endswith(".log")]
         log("%d segments" % len(logs))
         check(len(logs) >= SEGMENTS, "%d segments, want %d" % (len(logs), SEGMENTS))
         check_all(b, baseline, "running")
         b.restart()
         check_all(b, baseline, "after a clean restart")
+        produce_range(b, RECORDS, RECORDS + 400)  # 200 more segments, unsynced when killed
         b.kill9()
         b.start()
-        check_all(b, baseline, "after kill -9")
+        check_all(b, baseline, "after kill -9", RECORDS + 400)
 
 
 if __name__ == "__main__":
