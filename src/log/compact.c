@@ -53,7 +53,7 @@ int compact_describe(struct part *part, const struct compact_cfg *cfg, struct cl
 	for (int i = 0; i < part->nsegs; i++) {
 		struct seg *seg = part->segs[i];
 
-		seg_stats(seg); /* a sealed segment learns its max timestamp once; unreadable: none known */
+		seg_load_stats(seg); /* a sealed segment learns its max timestamp once; unreadable: none known */
 		v[i] = (struct cleanable_seg){ .base_offset = seg->base_offset,
 					       .size = seg->size,
 					       .first_ts = compact_seg_first_ts(seg),

@@ -944,7 +944,7 @@ int part_offset_for_time(struct part *part, int64_t ts, int64_t *offset_out, int
 
 		if (seg->next_offset <= part->log_start_offset)
 			continue;
-		rc = seg_stats(seg);
+		rc = seg_load_stats(seg);
 		if (rc < 0)
 			return rc;
 		if (seg->max_ts < ts && !seg->ts_unknown)
@@ -968,7 +968,7 @@ int part_max_timestamp(struct part *part, int64_t *offset_out, int64_t *ts_out)
 	for (int i = 0; i < part->nsegs; i++) {
 		struct seg *seg = part->segs[i];
 
-		if (seg_stats(seg))
+		if (seg_load_stats(seg))
 			continue; /* unreadable: no timestamp known */
 		if (seg->max_ts > *ts_out && seg->max_ts_offset >= part->log_start_offset) {
 			*ts_out = seg->max_ts;

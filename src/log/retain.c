@@ -65,7 +65,7 @@ static int64_t seg_largest_ts(struct seg *seg)
 {
 	int64_t mtime_ms;
 
-	if (!seg_stats(seg) && seg->max_ts >= 0)
+	if (!seg_load_stats(seg) && seg->max_ts >= 0)
 		return seg->max_ts;
 	mtime_ms = seg_mtime_ms(seg);
 	return mtime_ms > 0 ? mtime_ms : INT64_MAX; /* unknown: keep it */

@@ -239,7 +239,7 @@ ssize_t seg_pread(struct seg *seg, void *buf, size_t n, int64_t pos)
 	return got < 0 ? -errno : got;
 }
 
-int seg_stats(struct seg *seg)
+int seg_load_stats(struct seg *seg)
 {
 	return seg->stats_known ? 0 : seg_use(seg);
 }

@@ -62,7 +62,7 @@ struct seg {
 	struct timeidx ti;
 	char *path;               /* "<dir>/<20 digits>" without extension */
 	bool sealed;              /* opened on demand through the descriptor cache */
-	bool stats_known;         /* max_ts, max_ts_offset, ts_unknown valid (seg_stats) */
+	bool stats_known;         /* max_ts, max_ts_offset, ts_unknown valid (seg_load_stats) */
 	struct segcache_node lru; /* place in the descriptor cache while a sealed segment is open */
 };
 
@@ -94,7 +94,7 @@ int seg_open_as(const char *dir, int64_t base_offset, const char *suffix, bool c
  * trusted (below the recovery point): one statx for its size and creation
  * time, nothing opened.  next_offset is end_offset (as for a cleaned
  * segment, it spans up to the next segment's base).  Its max timestamp is
- * learnt at first use (seg_stats).  *out is freed with seg_close().
+ * learnt at first use (seg_load_stats).  *out is freed with seg_close().
  */
 int seg_open_sealed(const char *dir, int64_t base_offset, int64_t end_offset, int64_t now_ms, struct seg **out);
 /*
@@ -115,7 +115,7 @@ int seg_ref(struct seg *seg, struct fdref **out);
 /* pread(2) of the .log through seg_use(): bytes read or -errno. */
 ssize_t seg_pread(struct seg *seg, void *buf, size_t n, int64_t pos);
 /* Makes max_ts, max_ts_offset and ts_unknown valid (seg_use at the first call of a segment found sealed). */
-int seg_stats(struct seg *seg);
+int seg_load_stats(struct seg *seg);
 /* The .log file's modification time in ms, 0 if unknown. */
 int64_t seg_mtime_ms(const struct seg *seg);
 /* Truncates a writable segment's index files to their entries; drops what seg holds, frees seg. */

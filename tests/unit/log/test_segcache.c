@@ -208,7 +208,7 @@ static void test_open_sealed_learns_stats(void **state)
 	assert_false(seg->stats_known);
 	assert_true(seg->size > 0);
 	assert_int_equal(seg->next_offset, 2 * PER_SEG);
-	assert_int_equal(seg_stats(seg), 0);
+	assert_int_equal(seg_load_stats(seg), 0);
 	assert_true(seg->stats_known);
 	assert_int_equal(seg->max_ts, 1000 + 2 * PER_SEG - 1);
 	assert_int_equal(seg->max_ts_offset, 2 * PER_SEG - 1);
