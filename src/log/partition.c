@@ -820,27 +820,18 @@ int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max
 	return 0;
 }
 
-/*
- * The segment part_read() served offset from: the first from
- * part_seg_for(offset) that ends past it (a sealed segment's descriptor
- * may have been reopened since, so the slice's fdref cannot tell).
- */
-static struct seg *part_seg_holding(const struct part *part, int64_t offset)
-{
-	for (int i = part_seg_for(part, offset); i < part->nsegs; i++)
-		if (part->segs[i]->next_offset > offset)
-			return part->segs[i];
-	return NULL;
-}
-
 int64_t part_read_upper(struct part *part, int64_t offset, const struct fslice *s)
 {
 	int64_t end = s->pos + s->len;
-	struct seg *seg = part_seg_holding(part, offset);
+	struct seg *seg = NULL;
 	int32_t lo = 0, hi;
 
+	/* part_read() just took s->ref from seg->log: nothing evicted it since (segment.h) */
+	for (int i = part_seg_for(part, offset); i < part->nsegs && !seg; i++)
+		if (part->segs[i]->log == s->ref)
+			seg = part->segs[i];
 	if (!seg || seg_use(seg))
-		return part->leo;
+		return part->leo; /* above every offset: read_committed lists more aborted transactions, never fewer */
 	hi = seg->oi.f.n;
 	while (lo < hi) { /* first index entry at or after the slice's end */
 		int32_t mid = lo + (hi - lo) / 2;
