@@ -138,6 +138,12 @@ static const struct conf_def defs[] = {
 	    "Bytes of log between two offset/time index entries."),
 	I32("log.index.size.max.bytes", log_index_size_max_bytes, 4, I32MAX, "10485760", true,
 	    "Largest offset or time index file; a full index rolls the segment."),
+	I32("log.segment.fd.cache.size", log_segment_fd_cache_size, 1, I32MAX, "1024", false,
+	    "Gregor only (no Kafka equivalent). Sealed segments (all but each partition's active one) hold no file "
+	    "descriptor and no index mapping until they are read; at most this many are kept open at once, the least "
+	    "recently read closed first. Each open one holds one descriptor for its `.log` and two read-only index "
+	    "mappings; a fetch or cleaner pass still reading an evicted segment keeps its descriptor until it is done. "
+	    "Keep it well below the process's open-file limit."),
 	I64("log.segment.delete.delay.ms", log_segment_delete_delay_ms, 0, I64MAX, "60000", true,
 	    "Default of the topic key `file.delete.delay.ms` (how long a deleted topic's `*-delete` directories "
 	    "stay before removal), and the delay for `*-delete` directories found at start-up."),

@@ -28,6 +28,7 @@
 #include "broker/registry.h"
 #include "broker/cleaner.h"
 #include "broker/syncer.h"
+#include "log/segment.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -374,6 +375,7 @@ int server_start(struct broker *b)
 	api_broker = b;
 	b->node_id = b->cfg.node_id;
 	conn_set_queued_max(b->cfg.queued_max_request_bytes);
+	seg_cache_resize(b->cfg.log_segment_fd_cache_size);
 	err = loop_new(&b->loop);
 	if (!err) /* before any thread exists, so every thread blocks them */
 		err = server_signals(b);

@@ -51,8 +51,9 @@ int compact_describe(struct part *part, const struct compact_cfg *cfg, struct cl
 	if (!v)
 		return -ENOMEM;
 	for (int i = 0; i < part->nsegs; i++) {
-		const struct seg *seg = part->segs[i];
+		struct seg *seg = part->segs[i];
 
+		seg_load_stats(seg); /* a sealed segment learns its max timestamp once; unreadable: none known */
 		v[i] = (struct cleanable_seg){ .base_offset = seg->base_offset,
 					       .size = seg->size,
 					       .first_ts = compact_seg_first_ts(seg),
@@ -118,11 +119,15 @@ static int compact_collect_srcs(struct part *part, struct compact_job *job)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		struct seg *seg = part->segs[i];
+		struct fdref *log;
+		int rc = seg_ref(seg,
+				 &log); /* opened through the descriptor cache; the job's reference outlives eviction */
 
-		job->src[i] = (struct compact_src){ .base = seg->base_offset,
-						    .end = part->segs[i + 1]->base_offset,
-						    .size = seg->size,
-						    .log = fdref_get(seg->log) };
+		if (rc)
+			return rc;
+		job->src[i] = (struct compact_src){
+			.base = seg->base_offset, .end = part->segs[i + 1]->base_offset, .size = seg->size, .log = log
+		};
 		job->nsrc++;
 	}
 	return 0;
@@ -244,6 +249,7 @@ static void compact_install(struct part *part, struct compact_out *o)
 	memmove(old + 1, old + drop, (size_t)(part->nsegs - o->first - drop) * sizeof(*old));
 	part->nsegs -= drop - 1;
 	pthread_mutex_unlock(&part->mu);
+	seg_retire(o->seg); /* a sealed segment like the others, opened when read */
 	o->seg = NULL;
 	for (int i = 0; i < drop; i++)
 		seg_close(gone[i]); /* readers keep their references */

@@ -1,10 +1,11 @@
-/* idxfile.c - load, extend and truncate a fixed-size-entry index file (shape in idxfile.h). */
+/* idxfile.c - load, map, extend and truncate a fixed-size-entry index file (shape in idxfile.h). */
 #include "log/idxfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,98 +24,135 @@ uint64_t idxfile_get_be(const uint8_t *p, int n)
 	return v;
 }
 
+static void idxfile_init(struct idxfile *f, int32_t max_n, uint32_t disk_size)
+{
+	f->ref = NULL;
+	f->raw = NULL;
+	f->map_len = 0;
+	f->n = f->cap = 0;
+	f->max_n = max_n > 0 ? max_n : 1;
+	f->disk_size = disk_size;
+	f->bad = false;
+}
+
 static int idxfile_grow(struct idxfile *f, int32_t want)
 {
-	void *ne;
+	uint8_t *nr;
 	int32_t cap = f->cap ? f->cap : 64;
 
 	while (cap < want)
 		cap *= 2;
 	if (cap <= f->cap)
 		return 0;
-	ne = realloc(f->e, (size_t)cap * f->ent_size);
-	if (!ne)
+	nr = realloc(f->raw, (size_t)cap * f->disk_size);
+	if (!nr)
 		return -ENOMEM;
-	f->e = ne;
+	f->raw = nr;
 	f->cap = cap;
 	return 0;
 }
 
-static int idxfile_load(struct idxfile *f, int fd, idxfile_decode_fn *decode)
+/* Entries in a file of size bytes, or -1 (sets bad) if the size is not a whole number of them. */
+static int32_t idxfile_count(struct idxfile *f, int64_t size)
+{
+	f->bad = size % f->disk_size != 0 || size > (int64_t)INT32_MAX;
+	return f->bad ? -1 : (int32_t)(size / f->disk_size);
+}
+
+static int idxfile_load(struct idxfile *f, int fd)
 {
 	struct stat st;
-	uint8_t *raw;
 	int32_t n;
-	int rc = 0;
+	int rc;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	f->bad = st.st_size % f->disk_size != 0 || st.st_size > (int64_t)INT32_MAX;
-	if (f->bad || st.st_size == 0)
+	n = idxfile_count(f, st.st_size);
+	if (n <= 0)
 		return 0;
-	n = (int32_t)(st.st_size / f->disk_size);
-	raw = malloc((size_t)st.st_size);
-	if (!raw)
-		return -ENOMEM;
-	if (pread(fd, raw, (size_t)st.st_size, 0) != st.st_size) {
-		f->bad = true; /* shrank under us or I/O error: rebuild */
-		goto out_free;
-	}
 	rc = idxfile_grow(f, n);
 	if (rc)
-		goto out_free;
-	for (int32_t i = 0; i < n; i++)
-		decode(idxfile_ent(f, i), raw + (size_t)i * f->disk_size);
-	f->n = n;
-out_free:
-	free(raw);
-	return rc;
+		return rc;
+	if (pread(fd, f->raw, (size_t)st.st_size, 0) != st.st_size)
+		f->bad = true; /* shrank under us or I/O error: rebuild */
+	else
+		f->n = n;
+	return 0;
 }
 
-int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc, uint32_t ent_size, uint32_t disk_size,
-		 idxfile_decode_fn *decode)
+int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc, uint32_t disk_size)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (trunc ? O_TRUNC : 0), 0644);
 	int rc;
 
-	f->ref = NULL;
-	f->e = NULL;
-	f->n = f->cap = 0;
-	f->max_n = max_n > 0 ? max_n : 1;
-	f->ent_size = ent_size;
-	f->disk_size = disk_size;
-	f->bad = false;
+	idxfile_init(f, max_n, disk_size);
 	if (fd < 0)
 		return -errno;
 	f->ref = fdref_new(fd);
 	if (!f->ref)
 		return -ENOMEM;
-	rc = idxfile_load(f, fd, decode);
+	rc = idxfile_load(f, fd);
 	if (rc)
 		idxfile_close(f);
 	return rc;
 }
 
+int idxfile_map(struct idxfile *f, const char *path, uint32_t disk_size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int32_t n;
+	void *p;
+	int rc = 0;
+
+	idxfile_init(f, 0, disk_size);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	n = idxfile_count(f, st.st_size);
+	if (n <= 0)
+		goto out_close;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		goto out_close;
+	}
+	f->raw = p;
+	f->map_len = (size_t)st.st_size;
+	f->n = n;
+out_close:
+	close(fd);
+	return rc;
+}
+
 void idxfile_close(struct idxfile *f)
 {
-	if (f->ref && ftruncate(f->ref->fd, (off_t)f->n * f->disk_size) < 0) {
-		/* harmless: a bad index is rebuilt at the next open */
+	if (f->map_len) {
+		munmap(f->raw, f->map_len);
+		f->map_len = 0;
+	} else {
+		if (f->ref && ftruncate(f->ref->fd, (off_t)f->n * f->disk_size) < 0) {
+			/* harmless: a bad index is rebuilt at the next open */
+		}
+		free(f->raw);
 	}
 	fdref_put(f->ref);
 	f->ref = NULL;
-	free(f->e);
-	f->e = NULL;
+	f->raw = NULL;
 	f->n = f->cap = 0;
 }
 
-int idxfile_append(struct idxfile *f, const void *ent, const uint8_t *raw)
+int idxfile_append(struct idxfile *f, const uint8_t *raw)
 {
 	int rc = idxfile_grow(f, f->n + 1);
 	ssize_t n;
 
 	if (rc)
 		return rc;
-	memcpy(idxfile_ent(f, f->n), ent, f->ent_size);
+	memcpy(f->raw + (size_t)f->n * f->disk_size, raw, f->disk_size);
 	f->n++;
 	n = pwrite(f->ref->fd, raw, f->disk_size, (off_t)(f->n - 1) * f->disk_size);
 	if (n < 0)

@@ -14,9 +14,11 @@
  * position of the last entry whose offset <= O; a forward scan of batch
  * headers from there finds the batch holding O.
  *
- * The whole index lives in memory (a sparse index of a 1 GiB segment at
- * 4 KiB intervals is 2 MiB at most); the file is written with pwrite as
- * entries are added and is always exactly as long as its entries.
+ * The active segment's index lives in memory (a sparse index of a 1 GiB
+ * segment at 4 KiB intervals is 2 MiB at most) and is written with pwrite
+ * as entries are added, the file always exactly as long as its entries; a
+ * sealed segment's is mapped read-only while the segment is read
+ * (idxfile.h).
  */
 #ifndef GREGOR_LOG_OFFIDX_H
 #define GREGOR_LOG_OFFIDX_H
@@ -34,15 +36,19 @@ struct offidx_ent {
 };
 
 struct offidx {
-	struct idxfile f; /* the .index file; f.e holds struct offidx_ent, ascending */
+	struct idxfile f; /* the .index file, entries ascending */
 };
 
-/* Opens (creating or, with trunc, emptying) the file at path and loads its entries. */
+/* Opens writable (creating or, with trunc, emptying) the file at path and loads its entries. */
 int offidx_open(struct offidx *oi, const char *path, int32_t max_n, bool trunc);
-/* Truncates the file to its entries and drops the reference. */
+/* Maps the file at path read-only (idxfile_map). */
+int offidx_map(struct offidx *oi, const char *path);
+/* Writable: truncates the file to its entries and drops the reference.  Mapped: unmaps. */
 void offidx_close(struct offidx *oi);
 /* True if entries are strictly increasing, in range and below log_size. */
 bool offidx_valid(const struct offidx *oi, int64_t log_size);
+/* Kafka's sanity check of an index opened lazily: the last entry is in range and below log_size. */
+bool offidx_valid_last(const struct offidx *oi, int64_t log_size);
 /* Adds an entry (rel and pos must exceed the last entry's); 0 or -errno (kept in memory anyway). */
 int offidx_append(struct offidx *oi, int32_t rel, int32_t pos);
 /* Position of the last entry with rel <= target, 0 if none. */
@@ -57,9 +63,11 @@ static inline bool offidx_full(const struct offidx *oi)
 	return idxfile_full(&oi->f);
 }
 /* Entry i, 0 <= i < oi->f.n. */
-static inline const struct offidx_ent *offidx_ent(const struct offidx *oi, int32_t i)
+static inline struct offidx_ent offidx_ent(const struct offidx *oi, int32_t i)
 {
-	return idxfile_ent(&oi->f, i);
+	const uint8_t *p = idxfile_raw(&oi->f, i);
+
+	return (struct offidx_ent){ .rel = (int32_t)idxfile_get_be(p, 4), .pos = (int32_t)idxfile_get_be(p + 4, 4) };
 }
 
 #endif

@@ -207,7 +207,7 @@ static void part_drop_tail(struct part *part, int i)
 	}
 }
 
-/* Loads or recovers segment i; recovery_point decides how much to trust it. */
+/* Loads or recovers writable segment i; recovery_point decides how much to trust it. */
 static int part_load_seg(struct part *part, int i, int64_t recovery_point)
 {
 	struct seg *seg = part->segs[i];
@@ -233,22 +233,60 @@ static int part_load_seg(struct part *part, int i, int64_t recovery_point)
 	return 0;
 }
 
+/*
+ * Segment i (a sealed stand-in) opened writable in its place, loaded or
+ * recovered, and sealed again unless it is the last: its indexes are
+ * rebuilt if they disagree with the log and, as it ends past the recovery
+ * point, synced by the first round with the recovered tail (idx_from).
+ */
+static int part_recover_seg(struct part *part, int i, int64_t recovery_point)
+{
+	struct seg *stand_in = part->segs[i], *seg;
+	int rc = seg_open(part->dir, stand_in->base_offset, false, part->cfg.segment_index_bytes, &seg);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&part->mu);
+	part->segs[i] = seg;
+	pthread_mutex_unlock(&part->mu);
+	seg_close(stand_in);
+	rc = part_load_seg(part, i, recovery_point);
+	if (rc || i + 1 == part->nsegs)
+		return rc;
+	seg_seal(seg);
+	seg_retire(seg);
+	pthread_mutex_lock(&part->mu);
+	if (seg->base_offset < part->idx_from)
+		part->idx_from = seg->base_offset; /* lies past the recovery point: synced with the recovered tail */
+	pthread_mutex_unlock(&part->mu);
+	return 0;
+}
+
+/*
+ * Every segment is first listed sealed (a statx each, nothing opened): a
+ * segment that ends at or below the recovery point is trusted as it is and
+ * opened only when read.  From the first one that may hold unsynced data
+ * to the last, each is opened writable and checked in turn (recover.h), so
+ * at most one segment's files are open at a time.
+ */
 static int part_load_segs(struct part *part, int64_t recovery_point, int64_t log_start)
 {
-	int64_t *bases = NULL;
-	int n, rc;
+	int64_t *bases = NULL, now_ms = clock_wall_ms();
+	int n, rc, first;
 
 	rc = part_list(part, &bases, &n);
 	for (int i = 0; !rc && i < n; i++) {
 		struct seg *seg;
 
-		rc = seg_open(part->dir, bases[i], false, part->cfg.segment_index_bytes, &seg);
+		rc = seg_open_sealed(part->dir, bases[i], i + 1 < n ? bases[i + 1] : bases[i], now_ms, &seg);
 		if (!rc && (rc = part_push_seg(part, seg)))
 			seg_close(seg);
 	}
 	free(bases);
-	for (int i = 0; !rc && i < part->nsegs; i++)
-		rc = part_load_seg(part, i, recovery_point);
+	for (first = 0; first + 1 < part->nsegs && part->segs[first + 1]->base_offset <= recovery_point; first++)
+		;
+	for (int i = first; !rc && i < part->nsegs; i++)
+		rc = part_recover_seg(part, i, recovery_point);
 	if (!rc && part->nsegs == 0) {
 		struct seg *seg;
 
@@ -309,7 +347,7 @@ static void part_scan_marker(struct part *part, struct seg *seg, int64_t pos, co
 	uint8_t buf[PART_MARKER_BYTES_MAX];
 
 	if (records_is_control(h) && h->size <= (int64_t)sizeof(buf) &&
-	    pread(seg->log->fd, buf, (size_t)h->size, pos) == h->size)
+	    seg_pread(seg, buf, (size_t)h->size, pos) == h->size)
 		part_apply_marker(part, buf, h);
 }
 
@@ -438,10 +476,7 @@ static int part_sync_recovered(struct part *part)
 {
 	int rc;
 
-	pthread_mutex_lock(&part->mu);
-	part->idx_from = part->segs[0]->base_offset; /* indexes rebuilt by recovery */
-	pthread_mutex_unlock(&part->mu);
-	rc = part_sync(part);
+	rc = part_sync(part); /* idx_from: the indexes recovery rebuilt (part_recover_seg) */
 	if (rc)
 		log_error("log: '%s': cannot sync the recovered log: %s", part->dir, strerror(-rc));
 	return rc;
@@ -581,6 +616,7 @@ static int part_roll(struct part *part)
 	if (part->segs[part->nsegs - 2]->base_offset < part->idx_from)
 		part->idx_from = part->segs[part->nsegs - 2]->base_offset; /* sealed: its indexes are final */
 	pthread_mutex_unlock(&part->mu);
+	seg_retire(part->segs[part->nsegs - 2]); /* no longer the flusher's: it syncs sealed files by name */
 	part_write_pstate(part, "roll");
 	part_draw_jitter(part);
 	log_debug(LOGC_LOG, "log", "'%s': rolled new segment at offset %" PRId64, part->dir, part->leo);
@@ -776,7 +812,9 @@ int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max
 			return 0;
 		len = h.size;
 	}
-	out->ref = fdref_get(it.seg->log);
+	rc = seg_ref(it.seg, &out->ref);
+	if (rc)
+		return rc;
 	out->pos = it.pos;
 	out->len = len;
 	return 0;
@@ -785,24 +823,25 @@ int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max
 int64_t part_read_upper(struct part *part, int64_t offset, const struct fslice *s)
 {
 	int64_t end = s->pos + s->len;
-	const struct seg *seg = NULL;
+	struct seg *seg = NULL;
 	int32_t lo = 0, hi;
 
+	/* part_read() just took s->ref from seg->log: nothing evicted it since (segment.h) */
 	for (int i = part_seg_for(part, offset); i < part->nsegs && !seg; i++)
 		if (part->segs[i]->log == s->ref)
 			seg = part->segs[i];
-	if (!seg)
-		return part->leo;
+	if (!seg || seg_use(seg))
+		return part->leo; /* above every offset: read_committed lists more aborted transactions, never fewer */
 	hi = seg->oi.f.n;
 	while (lo < hi) { /* first index entry at or after the slice's end */
 		int32_t mid = lo + (hi - lo) / 2;
 
-		if (offidx_ent(&seg->oi, mid)->pos < end)
+		if (offidx_ent(&seg->oi, mid).pos < end)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < seg->oi.f.n ? seg->base_offset + offidx_ent(&seg->oi, lo)->rel + 1 : seg->next_offset;
+	return lo < seg->oi.f.n ? seg->base_offset + offidx_ent(&seg->oi, lo).rel + 1 : seg->next_offset;
 }
 
 int64_t part_log_start_offset(const struct part *part)
@@ -847,7 +886,7 @@ static int part_time_in_batch(struct part *part, int i, int64_t pos, const struc
 	buf = malloc((size_t)h->size);
 	if (!buf)
 		return -ENOMEM;
-	n = pread(part->segs[i]->log->fd, buf, (size_t)h->size, pos);
+	n = seg_pread(part->segs[i], buf, (size_t)h->size, pos);
 	rc = n == h->size ? records_find_time(buf, h, ts, offset_out, ts_out) : -EIO;
 	free(buf);
 	return rc;
@@ -891,10 +930,15 @@ static int part_time_in_seg(struct part *part, int i, int64_t ts, int64_t *offse
 int part_offset_for_time(struct part *part, int64_t ts, int64_t *offset_out, int64_t *ts_out)
 {
 	for (int i = 0; i < part->nsegs; i++) {
-		const struct seg *seg = part->segs[i];
+		struct seg *seg = part->segs[i];
 		int rc;
 
-		if ((seg->max_ts < ts && !seg->ts_unknown) || seg->next_offset <= part->log_start_offset)
+		if (seg->next_offset <= part->log_start_offset)
+			continue;
+		rc = seg_load_stats(seg);
+		if (rc < 0)
+			return rc;
+		if (seg->max_ts < ts && !seg->ts_unknown)
 			continue;
 		rc = part_time_in_seg(part, i, ts, offset_out, ts_out);
 		if (rc < 0)
@@ -913,24 +957,16 @@ int part_max_timestamp(struct part *part, int64_t *offset_out, int64_t *ts_out)
 {
 	*offset_out = *ts_out = -1;
 	for (int i = 0; i < part->nsegs; i++) {
-		const struct seg *seg = part->segs[i];
+		struct seg *seg = part->segs[i];
 
+		if (seg_load_stats(seg))
+			continue; /* unreadable: no timestamp known */
 		if (seg->max_ts > *ts_out && seg->max_ts_offset >= part->log_start_offset) {
 			*ts_out = seg->max_ts;
 			*offset_out = seg->max_ts_offset;
 		}
 	}
 	return 0;
-}
-
-/* A segment's time for ListOffsets v0: its .log file's modification time in ms (0 if unknown). */
-static int64_t part_seg_mtime_ms(const struct seg *seg)
-{
-	struct stat st;
-
-	if (fstat(seg->log->fd, &st) < 0)
-		return 0;
-	return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 
 int part_offsets_before(struct part *part, int64_t ts, int64_t now_ms, int64_t *out, int max)
@@ -941,7 +977,7 @@ int part_offsets_before(struct part *part, int64_t ts, int64_t now_ms, int64_t *
 	if (ts == -2) /* earliest */
 		start = 0;
 	else if (ts != -1) /* a time: the newest entry not after it */
-		while (start >= 0 && (start == part->nsegs ? now_ms : part_seg_mtime_ms(part->segs[start])) > ts)
+		while (start >= 0 && (start == part->nsegs ? now_ms : seg_mtime_ms(part->segs[start])) > ts)
 			start--;
 	for (int i = start; i >= 0 && count < max; i--) {
 		int64_t base = i == part->nsegs ? part->leo : part->segs[i]->base_offset;
@@ -981,8 +1017,15 @@ bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
 
 /* ---- durability ---- */
 
+/* A sealed segment's files to sync, opened by name: sealed segments hold no descriptor for the flusher. */
+struct sync_file {
+	int64_t base;
+	bool log, idx; /* its .log; its .index and .timeindex */
+};
+
 struct sync_set {
-	struct fdref **refs;
+	struct fdref *active; /* the active segment's .log */
+	struct sync_file *files;
 	int n;
 	int64_t *txn_bases; /* segments whose .txnindex to sync (txn_dirty) */
 	int ntxn;
@@ -1001,8 +1044,9 @@ static int sync_first(const struct part *part, int64_t offset)
 }
 
 /*
- * Under mu: references to every file that may hold data past the recovery
- * point, plus the index files of segments sealed since the last sync.  The
+ * Under mu: every file that may hold data past the recovery point, plus
+ * the index files of segments sealed since the last sync: a reference to
+ * the active segment's .log, the names of sealed segments' files.  The
  * active segment's index files are left out: a round needs only the .log
  * durable, because recovery checks indexes against the log and rebuilds
  * them (recover.c).  They are synced once the segment is sealed (the next
@@ -1012,22 +1056,19 @@ static int sync_first(const struct part *part, int64_t offset)
  */
 static int sync_collect(struct part *part, struct sync_set *s)
 {
-	int from = sync_first(part, part->recovery_point), first = from;
+	int from = sync_first(part, part->recovery_point), first = from, last = part->nsegs - 1;
 
 	if (part->idx_from != INT64_MAX && sync_first(part, part->idx_from) < first)
 		first = sync_first(part, part->idx_from);
-	s->refs = malloc((size_t)(part->nsegs - first) * 3 * sizeof(*s->refs));
+	s->files = malloc((size_t)(last - first + 1) * sizeof(*s->files));
 	s->txn_bases = malloc((size_t)(part->nsegs - from) * sizeof(*s->txn_bases));
-	if (!s->refs || !s->txn_bases)
+	if (!s->files || !s->txn_bases)
 		return -ENOMEM;
-	for (int i = first; i < part->nsegs; i++) {
-		if (i == part->nsegs - 1 || part->segs[i]->next_offset > part->recovery_point)
-			s->refs[s->n++] = fdref_get(part->segs[i]->log);
-		if (i == part->nsegs - 1)
-			break;
-		s->refs[s->n++] = fdref_get(part->segs[i]->oi.f.ref);
-		s->refs[s->n++] = fdref_get(part->segs[i]->ti.f.ref);
-	}
+	s->active = fdref_get(part->segs[last]->log);
+	for (int i = first; i < last; i++) /* a sealed segment holds data past the point if the next starts past it */
+		s->files[s->n++] = (struct sync_file){ .base = part->segs[i]->base_offset,
+						       .log = part->segs[i + 1]->base_offset > part->recovery_point,
+						       .idx = true };
 	for (int i = from; part->txn_dirty && i < part->nsegs; i++)
 		s->txn_bases[s->ntxn++] = part->segs[i]->base_offset;
 	s->leo = part->leo;
@@ -1040,15 +1081,33 @@ static int sync_collect(struct part *part, struct sync_set *s)
 	return 0;
 }
 
-/* fdatasyncs the collected files (dropping the references), then the directory. */
+/* fdatasyncs <base><ext> if it still exists (retention or the cleaner may have removed it meanwhile). */
+static int sync_by_name(struct part *part, int64_t base, const char *ext)
+{
+	char name[64];
+	int fd, rc;
+
+	snprintf(name, sizeof(name), "%020" PRId64 "%s", base, ext);
+	fd = openat(part->dir_fd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	rc = durable_fdatasync(fd);
+	close(fd);
+	return rc;
+}
+
+/* fdatasyncs the collected files (dropping the reference), then the directory. */
 static int sync_files(struct part *part, struct sync_set *s)
 {
-	int rc = 0;
+	int rc = durable_fdatasync(s->active->fd);
 
-	for (int i = 0; i < s->n; i++) {
-		if (!rc)
-			rc = durable_fdatasync(s->refs[i]->fd);
-		fdref_put(s->refs[i]);
+	for (int i = 0; i < s->n && !rc; i++) {
+		if (s->files[i].log)
+			rc = sync_by_name(part, s->files[i].base, ".log");
+		if (!rc && s->files[i].idx)
+			rc = sync_by_name(part, s->files[i].base, ".index");
+		if (!rc && s->files[i].idx)
+			rc = sync_by_name(part, s->files[i].base, ".timeindex");
 	}
 	for (int i = 0; i < s->ntxn && !rc; i++)
 		rc = txnidx_sync_file(part->dir_fd, s->txn_bases[i]);
@@ -1066,14 +1125,12 @@ int part_sync(struct part *part)
 	if (part->recovery_point < part->leo || part->dir_dirty || part->txn_dirty || part->idx_from != INT64_MAX)
 		rc = sync_collect(part, &s);
 	pthread_mutex_unlock(&part->mu);
-	if (!rc && s.refs)
+	if (!rc && s.active)
 		rc = sync_files(part, &s);
-	else
-		for (int i = 0; i < s.n; i++)
-			fdref_put(s.refs[i]);
-	free(s.refs);
+	fdref_put(s.active);
+	free(s.files);
 	free(s.txn_bases);
-	if (!s.refs)
+	if (!s.active)
 		return rc;
 	pthread_mutex_lock(&part->mu);
 	if (!rc && s.leo > part->recovery_point)

@@ -112,6 +112,9 @@ int part_read(struct part *part, int64_t offset, int64_t max_offset, int32_t max
  * returned (Kafka's fetchUpperBoundOffset): the last offset of the first
  * indexed batch that starts at or after the slice's end, else the end of
  * its segment.  read_committed lists the aborted transactions below it.
+ * Call it before any other read of part: a sealed segment is recognised by
+ * the descriptor in s, which the cache may close after other reads (then
+ * the answer is the log end offset, still above every offset in s).
  */
 int64_t part_read_upper(struct part *part, int64_t offset, const struct fslice *s);
 

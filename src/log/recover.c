@@ -69,15 +69,15 @@ static int load_tail(struct seg *seg, int64_t fsize, int32_t interval, uint8_t *
 	const struct offidx *oi = &seg->oi;
 	const struct timeidx *ti = &seg->ti;
 	bool indexed = oi->f.n > 0;
-	int64_t start = indexed ? offidx_ent(oi, oi->f.n - 1)->pos : 0;
-	int64_t start_last = indexed ? seg->base_offset + offidx_ent(oi, oi->f.n - 1)->rel : 0;
+	int64_t start = indexed ? offidx_ent(oi, oi->f.n - 1).pos : 0;
+	int64_t start_last = indexed ? seg->base_offset + offidx_ent(oi, oi->f.n - 1).rel : 0;
 	struct seg_iter it;
 	struct batch_hdr h;
 	int rc;
 
 	if (ti->f.n) {
-		seg->max_ts = timeidx_ent(ti, ti->f.n - 1)->ts;
-		seg->max_ts_offset = seg->base_offset + timeidx_ent(ti, ti->f.n - 1)->rel;
+		seg->max_ts = timeidx_ent(ti, ti->f.n - 1).ts;
+		seg->max_ts_offset = seg->base_offset + timeidx_ent(ti, ti->f.n - 1).rel;
 	}
 	/* offset-index points without any time entry: the batches before them had maxTimestamp -1 */
 	seg->ts_unknown = indexed && ti->f.n == 0;

@@ -61,15 +61,14 @@ void part_drop_head(struct part *part, int n)
 }
 
 /* The time retention.ms counts from: max batch timestamp, else file mtime. */
-static int64_t seg_largest_ts(const struct seg *seg)
+static int64_t seg_largest_ts(struct seg *seg)
 {
-	struct stat st;
+	int64_t mtime_ms;
 
-	if (seg->max_ts >= 0)
+	if (!seg_load_stats(seg) && seg->max_ts >= 0)
 		return seg->max_ts;
-	if (fstat(seg->log->fd, &st) < 0)
-		return INT64_MAX; /* unknown: keep it */
-	return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+	mtime_ms = seg_mtime_ms(seg);
+	return mtime_ms > 0 ? mtime_ms : INT64_MAX; /* unknown: keep it */
 }
 
 /* Number of leading segments to delete; the active one is never counted. */

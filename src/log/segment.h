@@ -11,10 +11,27 @@
  * offset (or the partition's log end offset for the active segment).
  * Index formats are in offidx.h and timeidx.h.
  *
- * The event-loop thread owns a segment; the flusher thread only takes
- * fdref references of its files (under the partition lock) to fdatasync
- * them.  Readers hold a reference on seg->log, so a segment deleted by
- * retention stays readable until the last reference goes.
+ * A segment is held in one of two ways:
+ *
+ *   writable  (seg_open, seg_open_as)  the active segment, one being
+ *             recovered at start-up, the cleaner's output: its three files
+ *             open, indexes on the heap (idxfile.h);
+ *   sealed    (seg_open_sealed, seg_retire)  every other segment: nothing
+ *             open while nobody reads it, only this struct.  A read calls
+ *             seg_use(), which opens the .log read-only and maps both
+ *             indexes read-only; the segment then sits in the bounded
+ *             descriptor cache (segcache.h, log.segment.fd.cache.size) until
+ *             it is evicted, least recently used first.  seg->log and the
+ *             index entries of a sealed segment are valid until the next
+ *             seg_use() of another segment; whoever keeps the .log longer
+ *             (a sendfile slice, a cleaner pass) takes an fdref with
+ *             seg_ref(), which an eviction does not close.
+ *
+ * The event-loop thread owns a segment and is the only user of the cache;
+ * the flusher thread only takes an fdref of the active segment's files
+ * (under the partition lock) and syncs sealed ones by name.  Readers hold a
+ * reference on the .log, so a segment deleted by retention stays readable
+ * until the last reference goes.
  */
 #ifndef GREGOR_LOG_SEGMENT_H
 #define GREGOR_LOG_SEGMENT_H
@@ -25,6 +42,7 @@
 #include <sys/types.h>
 
 #include "log/offidx.h"
+#include "log/segcache.h"
 #include "log/timeidx.h"
 #include "proto/records.h"
 #include "util/fdref.h"
@@ -39,11 +57,20 @@ struct seg {
 	bool ts_unknown;           /* may hold batches with maxTimestamp -1 (stored before Produce set it):
 				      time lookups read this segment from its start, inside such batches */
 	int64_t bytes_since_index; /* appended since the last offset-index entry */
-	struct fdref *log;         /* the .log file */
-	struct offidx oi;
+	struct fdref *log;         /* the .log file; NULL while a sealed segment is not open */
+	struct offidx oi;          /* writable: heap; sealed: mapped while open, else empty */
 	struct timeidx ti;
-	char *path; /* "<dir>/<20 digits>" without extension */
+	char *path;               /* "<dir>/<20 digits>" without extension */
+	bool sealed;              /* opened on demand through the descriptor cache */
+	bool stats_known;         /* max_ts, max_ts_offset, ts_unknown valid (seg_load_stats) */
+	struct segcache_node lru; /* place in the descriptor cache while a sealed segment is open */
 };
+
+/* The descriptor cache's capacity, log.segment.fd.cache.size (at least 1). */
+#define SEG_CACHE_DEFAULT 1024
+void seg_cache_resize(int cap);
+/* The cache itself, for statistics and tests (read-only). */
+const struct segcache *seg_cache(void);
 
 /* Test hook: the write used for appends (fault injection of ENOSPC, EIO, short writes). */
 extern ssize_t (*seg_pwrite_fn)(int fd, const void *buf, size_t n, off_t pos);
@@ -62,7 +89,36 @@ int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_by
  */
 int seg_open_as(const char *dir, int64_t base_offset, const char *suffix, bool create, int32_t index_bytes,
 		struct seg **out);
-/* Truncates the index files to their entries, drops the file references, frees seg. */
+/*
+ * A sealed segment spanning [base_offset, end_offset) whose files are
+ * trusted (below the recovery point): one statx for its size and creation
+ * time, nothing opened.  next_offset is end_offset (as for a cleaned
+ * segment, it spans up to the next segment's base).  Its max timestamp is
+ * learnt at first use (seg_load_stats).  *out is freed with seg_close().
+ */
+int seg_open_sealed(const char *dir, int64_t base_offset, int64_t end_offset, int64_t now_ms, struct seg **out);
+/*
+ * A writable segment stops being written (after seg_seal): its index files
+ * are truncated to their entries and closed, its .log reference dropped,
+ * and from then on it is a sealed segment opened on demand.
+ */
+void seg_retire(struct seg *seg);
+/*
+ * Makes a sealed segment readable: opens its .log and maps its indexes if
+ * they are not (and learns its statistics the first time), and marks it
+ * most recently used in the cache, which may evict another segment.  A
+ * no-op for a writable segment.  0 or -errno.
+ */
+int seg_use(struct seg *seg);
+/* seg_use(), then a reference to the .log for the caller to keep (fdref_put it). 0 or -errno. */
+int seg_ref(struct seg *seg, struct fdref **out);
+/* pread(2) of the .log through seg_use(): bytes read or -errno. */
+ssize_t seg_pread(struct seg *seg, void *buf, size_t n, int64_t pos);
+/* Makes max_ts, max_ts_offset and ts_unknown valid (seg_use at the first call of a segment found sealed). */
+int seg_load_stats(struct seg *seg);
+/* The .log file's modification time in ms, 0 if unknown. */
+int64_t seg_mtime_ms(const struct seg *seg);
+/* Truncates a writable segment's index files to their entries; drops what seg holds, frees seg. */
 void seg_close(struct seg *seg);
 /* Unlinks the three files (open references keep the data readable). */
 void seg_unlink(struct seg *seg);

@@ -12,7 +12,7 @@
  * being active, only if the timestamp grew: timestamps strictly increase,
  * offsets do not decrease.  Lookup for time T returns the offset of the
  * last entry with timestamp <= T (every batch before it has a smaller max
- * timestamp), from which batch headers are scanned.  In memory like offidx.
+ * timestamp), from which batch headers are scanned.  Held like offidx.
  */
 #ifndef GREGOR_LOG_TIMEIDX_H
 #define GREGOR_LOG_TIMEIDX_H
@@ -30,10 +30,12 @@ struct timeidx_ent {
 };
 
 struct timeidx {
-	struct idxfile f; /* the .timeindex file; f.e holds struct timeidx_ent, ascending */
+	struct idxfile f; /* the .timeindex file, entries ascending */
 };
 
+/* As offidx_open, offidx_map and offidx_close. */
 int timeidx_open(struct timeidx *ti, const char *path, int32_t max_n, bool trunc);
+int timeidx_map(struct timeidx *ti, const char *path);
 void timeidx_close(struct timeidx *ti);
 /* True if timestamps strictly increase and offsets are in [0, max_rel]. */
 bool timeidx_valid(const struct timeidx *ti, int64_t max_rel);
@@ -50,9 +52,11 @@ static inline bool timeidx_full(const struct timeidx *ti)
 	return idxfile_full(&ti->f);
 }
 /* Entry i, 0 <= i < ti->f.n. */
-static inline const struct timeidx_ent *timeidx_ent(const struct timeidx *ti, int32_t i)
+static inline struct timeidx_ent timeidx_ent(const struct timeidx *ti, int32_t i)
 {
-	return idxfile_ent(&ti->f, i);
+	const uint8_t *p = idxfile_raw(&ti->f, i);
+
+	return (struct timeidx_ent){ .ts = (int64_t)idxfile_get_be(p, 8), .rel = (int32_t)idxfile_get_be(p + 8, 4) };
 }
 
 #endif

@@ -228,7 +228,7 @@ static int txnidx_scan_batch(struct part *part, struct seg *seg, int64_t pos, co
 		sc->v[sc->n++] = (struct txnidx_open_txn){ h->producer_id, h->base_offset };
 		return 0;
 	}
-	if (h->size > (int64_t)sizeof(buf) || pread(seg->log->fd, buf, (size_t)h->size, pos) != h->size ||
+	if (h->size > (int64_t)sizeof(buf) || seg_pread(seg, buf, (size_t)h->size, pos) != h->size ||
 	    records_control_parse(buf, h, &commit, &coord_epoch))
 		commit = true; /* unreadable marker: treat as commit (logged by recovery) */
 	if (!commit) {
