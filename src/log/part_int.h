@@ -51,6 +51,10 @@ struct part {
 	int64_t clean_offset; /* cleaner checkpoint: first offset not cleaned, -1 never cleaned */
 	int64_t clean_due_ms; /* a kept tombstone or marker may go from then on, INT64_MAX never */
 	bool uncleanable;     /* a pass found corrupt data: not cleaned again until restart */
+	/* part_open: what recovery read batch by batch (partition.h part_recovery_scanned) */
+	int scanned_segs;
+	int64_t scanned_bytes;
+	int64_t scanned_from; /* base of the first segment scanned, INT64_MAX none */
 };
 
 static inline struct seg *part_active(const struct part *part)

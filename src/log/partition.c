@@ -219,8 +219,16 @@ static int part_load_seg(struct part *part, int i, int64_t recovery_point)
 	if (rc == 0 && seg->next_offset > recovery_point)
 		/* may hold unsynced data: check every CRC */
 		rc = recover_seg(seg, true, interval, part->scratch, PART_SCRATCH_BYTES, &truncated);
+	if (rc == 0 && seg->next_offset > recovery_point)
+		rc = 1;
 	if (rc < 0)
 		return rc;
+	if (rc == 1) { /* read whole, its indexes rebuilt */
+		part->scanned_segs++;
+		part->scanned_bytes += seg->size + truncated;
+		if (seg->base_offset < part->scanned_from)
+			part->scanned_from = seg->base_offset;
+	}
 	if (seg->roll_ts < 0 && seg->size > 0)
 		seg->roll_ts = seg_created_ms(seg, clock_wall_ms());
 	if (i > 0 && part->segs[i - 1]->next_offset > seg->base_offset) {
@@ -249,6 +257,10 @@ static int part_load_segs(struct part *part, int64_t recovery_point, int64_t log
 	free(bases);
 	for (int i = 0; !rc && i < part->nsegs; i++)
 		rc = part_load_seg(part, i, recovery_point);
+	if (!rc && part->scanned_segs)
+		log_info("log: '%s': recovery read %d of %d segment(s), %" PRId64
+			 " bytes, past the recovery point %" PRId64,
+			 part->dir, part->scanned_segs, part->nsegs, part->scanned_bytes, recovery_point);
 	if (!rc && part->nsegs == 0) {
 		struct seg *seg;
 
@@ -407,6 +419,7 @@ static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
 	part->idx_from = INT64_MAX;
 	part->clean_offset = -1;
 	part->clean_due_ms = INT64_MAX;
+	part->scanned_from = INT64_MAX;
 	pstate_init(&part->pstate);
 	txnidx_init(&part->txnidx);
 	part_set_cfg(part, cfg);
@@ -439,7 +452,7 @@ static int part_sync_recovered(struct part *part)
 	int rc;
 
 	pthread_mutex_lock(&part->mu);
-	part->idx_from = part->segs[0]->base_offset; /* indexes rebuilt by recovery */
+	part->idx_from = part->scanned_from; /* indexes rebuilt by recovery */
 	pthread_mutex_unlock(&part->mu);
 	rc = part_sync(part);
 	if (rc)
@@ -1113,6 +1126,12 @@ int64_t part_recovery_point(const struct part *part)
 	v = p->recovery_point;
 	pthread_mutex_unlock(&p->mu);
 	return v;
+}
+
+void part_recovery_scanned(const struct part *part, int *segs, int64_t *bytes)
+{
+	*segs = part->scanned_segs;
+	*bytes = part->scanned_bytes;
 }
 
 int64_t part_unflushed_messages(const struct part *part)

@@ -185,6 +185,8 @@ bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
  */
 int part_sync(struct part *part);
 int64_t part_recovery_point(const struct part *part);
+/* What part_open() read batch by batch (past the recovery point, or with bad indexes): segments and bytes. */
+void part_recovery_scanned(const struct part *part, int *segs, int64_t *bytes);
 int64_t part_unflushed_messages(const struct part *part);
 /*
  * Starts (does not wait for) writeback of the active segment's bytes
