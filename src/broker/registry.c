@@ -458,6 +458,8 @@ static void registry_part_cfg(const struct registry *reg, const struct topic_cfg
 	pc->index_interval_bytes = tc->index_interval_bytes;
 	pc->segment_index_bytes = tc->segment_index_bytes;
 	pc->log_append_time = tc->message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME;
+	pc->deleter = reg->dirdel;
+	pc->file_delete_delay_ms = tc->file_delete_delay_ms;
 }
 
 static void topic_free(struct topic *t)

@@ -47,6 +47,8 @@ void part_cfg_default(struct part_cfg *cfg)
 	cfg->log_append_time = false;
 	cfg->producer_id_expiration_ms = 86400000;
 	cfg->hw_on_sync = true;
+	cfg->deleter = NULL;
+	cfg->file_delete_delay_ms = 60000;
 }
 
 /*
@@ -166,7 +168,15 @@ static int part_list(struct part *part, int64_t **bases, int *n)
 	return rc;
 }
 
-/* Removes index files without a .log and leftover *.tmp files. */
+/* A segment file deleted by retention or the cleaner, waiting for its removal (retain.c). */
+static bool part_name_deleted(const char *name)
+{
+	size_t n = strlen(name), k = strlen(PART_DELETED_SUFFIX);
+
+	return n > k && !strcmp(name + n - k, PART_DELETED_SUFFIX);
+}
+
+/* Removes index files without a .log, leftover *.tmp files and (in the background) *.deleted ones. */
 static void part_remove_orphans(struct part *part)
 {
 	DIR *d = opendir(part->dir);
@@ -184,7 +194,10 @@ static void part_remove_orphans(struct part *part)
 			orphan = !known;
 		}
 		orphan = orphan || (strlen(de->d_name) > 4 && !strcmp(de->d_name + strlen(de->d_name) - 4, ".tmp"));
-		if (orphan) {
+		if (part_name_deleted(de->d_name)) {
+			log_info("log: removing '%s/%s', deleted before the last stop", part->dir, de->d_name);
+			part_discard_file(part, de->d_name, 0);
+		} else if (orphan) {
 			log_info("log: removing stray file '%s/%s'", part->dir, de->d_name);
 			unlinkat(part->dir_fd, de->d_name, 0);
 		}

@@ -44,11 +44,15 @@ struct part_cfg {
 	bool log_append_time;              /* message.timestamp.type=LogAppendTime */
 	int64_t producer_id_expiration_ms; /* producer.id.expiration.ms (broker-wide), default 1 day */
 	bool hw_on_sync;                   /* the durable policy: the HW is what the last sync covered (default) */
+	/* deleted segments: renamed *.deleted, then unlinked by this thread (NULL: unlinked at once) */
+	struct dirdel *deleter;
+	int64_t file_delete_delay_ms; /* file.delete.delay.ms: how long a *.deleted file stays */
 };
 
 /* Kafka's defaults. */
 void part_cfg_default(struct part_cfg *cfg);
 
+struct dirdel;
 struct part;
 struct part_append_info {
 	int64_t base_offset, last_offset, log_append_time, log_start_offset;

@@ -1,11 +1,13 @@
 /*
- * dirdel.c - background removal of renamed-away directories (see dirdel.h).
+ * dirdel.c - background removal of renamed-away directories and files (see
+ * dirdel.h).
  *
  * A mutex-protected list of heap strings, each with the monotonic time it
  * is due, and one thread that sleeps on a condition variable (on the
  * monotonic clock) until the earliest item is due, something is queued or
  * it is told to stop.  The list is short (one item per deleted partition
- * waiting out its delay), so finding the earliest is a scan.
+ * or segment file waiting out its delay), so finding the earliest is a
+ * scan.
  */
 #include "util/dirdel.h"
 
@@ -26,6 +28,7 @@
 struct dirdel_item {
 	struct dirdel_item *next;
 	int64_t due_ms; /* clock_mono_ms() from which it may be removed */
+	bool file;      /* a regular file (dirdel_add_file), else a directory */
 	char path[];    /* NUL-terminated */
 };
 
@@ -114,9 +117,11 @@ static void *dirdel_main(void *arg)
 		int rc;
 
 		pthread_mutex_unlock(&d->mu);
-		rc = dirdel_remove(it->path);
+		rc = it->file ? (unlink(it->path) < 0 && errno != ENOENT ? -errno : 0) : dirdel_remove(it->path);
 		if (rc)
 			log_warn("cannot remove '%s': %s", it->path, strerror(-rc));
+		else if (it->file)
+			log_debug(LOGC_LOG, "log", "removed '%s'", it->path);
 		else
 			log_info("removed '%s'", it->path);
 		free(it);
@@ -168,7 +173,8 @@ void dirdel_stop(struct dirdel *d)
 	free(d);
 }
 
-int dirdel_add(struct dirdel *d, const char *path, int64_t delay_ms)
+/* Queues path, a directory or (file) a regular file, for removal delay_ms from now. */
+static int dirdel_queue(struct dirdel *d, const char *path, int64_t delay_ms, bool file)
 {
 	size_t n = strlen(path) + 1;
 	struct dirdel_item *it = malloc(sizeof(*it) + n), **pp;
@@ -179,6 +185,7 @@ int dirdel_add(struct dirdel *d, const char *path, int64_t delay_ms)
 	it->due_ms = delay_ms > 0 && delay_ms < INT64_MAX / 2 ? clock_mono_ms() + delay_ms
 		     : delay_ms > 0                           ? INT64_MAX
 							      : 0;
+	it->file = file;
 	memcpy(it->path, path, n);
 	pthread_mutex_lock(&d->mu);
 	for (pp = &d->head; *pp; pp = &(*pp)->next)
@@ -187,4 +194,14 @@ int dirdel_add(struct dirdel *d, const char *path, int64_t delay_ms)
 	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->mu);
 	return 0;
+}
+
+int dirdel_add(struct dirdel *d, const char *path, int64_t delay_ms)
+{
+	return dirdel_queue(d, path, delay_ms, false);
+}
+
+int dirdel_add_file(struct dirdel *d, const char *path, int64_t delay_ms)
+{
+	return dirdel_queue(d, path, delay_ms, true);
 }
