@@ -36,8 +36,9 @@ struct dirdel {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
-	struct dirdel_item *head; /* (mu) in the order queued */
-	bool stop;                /* (mu) */
+	struct dirdel_item *head;  /* (mu) in the order queued */
+	struct dirdel_item **tail; /* (mu) the last item's next link (&head when empty): queuing is O(1) */
+	bool stop;                 /* (mu) */
 };
 
 int dirdel_remove(const char *path)
@@ -103,6 +104,8 @@ static struct dirdel_item *dirdel_take(struct dirdel *d)
 			continue;
 		}
 		*pp = it->next;
+		if (d->tail == &it->next)
+			d->tail = pp;
 		return it;
 	}
 }
@@ -139,6 +142,7 @@ int dirdel_start(struct dirdel **out)
 
 	if (!d)
 		return -ENOMEM;
+	d->tail = &d->head;
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* delays unaffected by wall-clock steps */
@@ -177,7 +181,7 @@ void dirdel_stop(struct dirdel *d)
 static int dirdel_queue(struct dirdel *d, const char *path, int64_t delay_ms, bool file)
 {
 	size_t n = strlen(path) + 1;
-	struct dirdel_item *it = malloc(sizeof(*it) + n), **pp;
+	struct dirdel_item *it = malloc(sizeof(*it) + n);
 
 	if (!it)
 		return -ENOMEM;
@@ -188,9 +192,8 @@ static int dirdel_queue(struct dirdel *d, const char *path, int64_t delay_ms, bo
 	it->file = file;
 	memcpy(it->path, path, n);
 	pthread_mutex_lock(&d->mu);
-	for (pp = &d->head; *pp; pp = &(*pp)->next)
-		;
-	*pp = it;
+	*d->tail = it;
+	d->tail = &it->next;
 	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->mu);
 	return 0;
