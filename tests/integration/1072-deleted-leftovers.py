@@ -5,8 +5,9 @@ old; with file.delete.delay.ms at 10 minutes their files stay renamed
 *.deleted.  The broker is killed (kill -9), and a stray *.deleted file is
 added to another partition while it is down.  The restart must remove
 every *.deleted file at once (not after the delay), keep everything the
-log still holds, and a clean stop with files still waiting leaves them for
-the next start to remove the same way.
+log still holds.  DeleteRecords (raw protocol: no client here wraps it)
+deletes segments the same way, and a clean stop with files still waiting
+leaves them for the next start to remove the same way.
 """
 
 import os
@@ -17,7 +18,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gregor import Broker, check, eq, log, main, wait_until  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
+import kwire  # noqa: E402
 
 TOPIC = "itest-deleted-leftovers"
 SEGMENT_BYTES = 64 * 1024
@@ -57,6 +59,14 @@ def read_from_start(b):
     return (offs[0], offs[-1], len(offs)) if offs else (None, None, 0)
 
 
+def delete_records(b, offset):
+    """DeleteRecords v0 of partition 0 below offset: [(topic, [(partition, low watermark, error)])]."""
+    r = kwire.call(b.port, 21, 0, kwire.array([(TOPIC, [(0, offset)])], lambda t: kwire.string(t[0]) + kwire.array(
+        t[1], lambda pe: kwire.i32(pe[0]) + kwire.i64(pe[1]))) + kwire.i32(10000))
+    r.i32()  # throttle
+    return r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i64(), r.i16()))))
+
+
 def retention_leaves_deleted(b, admin):
     wait_until(lambda: len(deleted(b)) > 0, 15, "retention renamed segments *.deleted")
     return len(deleted(b))
@@ -84,9 +94,18 @@ def test():
         b.wait_log("deleted before the last stop", since=since)
         eq(read_from_start(b), (first, last, count), "log start, end and records after the restart")
 
-        produce_old(b, RECORDS, last + 1)  # more old segments: deleted, then a clean stop with them waiting
-        wait_until(lambda: len(deleted(b)) > 0, 15, "retention renamed segments *.deleted again")
-        eq(b.stop(), 0, "exit status")
+        # DeleteRecords below the last 100 records (retention off: only it deletes now)
+        admin.alter_configs([ConfigResource("topic", TOPIC, set_config=dict(cfg, **{"retention.ms": "-1"}))])[
+            ConfigResource("topic", TOPIC)].result(10)
+        produce_old(b, RECORDS, last + 1)
+        cut = last + 1 + RECORDS - 100
+        # acks=1: the high watermark (DeleteRecords' bound) follows the next sync round
+        wait_until(lambda: delete_records(b, cut) == [(TOPIC, [(0, cut, 0)])], 10,
+                   "DeleteRecords answers (partition, low watermark %d, no error)" % cut)
+        wait_until(lambda: len(deleted(b)) > 0, 5, "DeleteRecords renamed segments *.deleted")
+        eq(read_from_start(b)[0], cut, "first offset served after DeleteRecords")
+        log("DeleteRecords left %d *.deleted files" % len(deleted(b)))
+        eq(b.stop(), 0, "exit status")  # a clean stop with those files waiting
         check(len(deleted(b)) > 0, "a stop leaves the waiting *.deleted files")
         b.start()
         wait_until(lambda: not deleted(b), 10, "*.deleted files left by a stop removed at start-up")
