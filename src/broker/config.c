@@ -146,7 +146,8 @@ static const struct conf_def defs[] = {
 	    "Keep it well below the process's open-file limit."),
 	I64("log.segment.delete.delay.ms", log_segment_delete_delay_ms, 0, I64MAX, "60000", true,
 	    "Default of the topic key `file.delete.delay.ms` (how long a deleted topic's `*-delete` directories "
-	    "stay before removal), and the delay for `*-delete` directories found at start-up."),
+	    "and deleted segments' `*.deleted` files stay before removal), and the delay for `*-delete` "
+	    "directories found at start-up (`*.deleted` files found then go at once)."),
 	ENUM("log.preallocate", log_preallocate, "false", "false", true,
 	     "Not supported: only `false` is accepted (segment files grow as they are written)."),
 	ENUM("log.cleanup.policy", log_cleanup_policy, CONFIG_CLEANUP_VALUES, "delete", true,

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "broker/ckpt.h"
 #include "broker/park.h"
 #include "log/compact.h"
 #include "log/partition.h"
@@ -24,8 +25,6 @@
 #include "util/durable.h"
 #include "util/log.h"
 
-#define CHECKPOINT_FILE "recovery-point-offset-checkpoint"
-#define CLEANER_CHECKPOINT_FILE "cleaner-offset-checkpoint" /* compact.h: first offset not cleaned */
 #define CLEAN_MARKER ".kafka_cleanshutdown"
 #define DELETE_SUFFIX "-delete" /* Kafka's: <topic>-<p>.<uuid hex>-delete */
 #define CREATE_SUFFIX "-create" /* ours: partition 0 staged with the topic config */
@@ -37,8 +36,9 @@ struct registry {
 	char cluster_id[64];
 	struct topic **topics; /* sorted by name */
 	int ntopics, cap;
-	int dir_err;           /* -errno of the sync that failed, 0 while the dir is online (atomic) */
-	struct dirdel *dirdel; /* removes renamed-away partition directories */
+	int dir_err;               /* -errno of the sync that failed, 0 while the dir is online (atomic) */
+	struct dirdel *dirdel;     /* removes renamed-away partition directories */
+	struct ckpt_writer *ckptw; /* writes the checkpoints off the event loop */
 };
 
 bool topic_name_valid(struct kstr name)
@@ -396,119 +396,50 @@ static int registry_load_meta(struct registry *reg)
 	return durable_replace_path(path, txt, strlen(txt));
 }
 
-struct ckpt_entry {
-	char *topic;
-	int32_t partition;
-	int64_t offset;
-};
-
-static int ckpt_load(const char *dir, const char *name, struct ckpt_entry **out, int *n)
+/*
+ * Takes the recovery point and cleaner offset of every partition (an
+ * offline one: recovery point 0, no cleaner line).  NULL on ENOMEM.
+ */
+static struct ckpt_snap *registry_ckpt_snap(struct registry *reg)
 {
-	char path[PATH_MAX], topic[256];
-	FILE *f;
-	int version, count, i = 0;
-	struct ckpt_entry *v;
+	struct ckpt_snap *s = ckpt_snap_new();
 
-	*out = NULL;
-	*n = 0;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "re");
-	if (!f)
-		return -ENOENT;
-	if (fscanf(f, "%d %d", &version, &count) != 2 || version != 0 || count < 0 || count > 10000000) {
-		fclose(f);
-		log_warn("'%s' is malformed: it is ignored", path);
-		return -EBADMSG;
-	}
-	v = calloc((size_t)count + 1, sizeof(*v));
-	while (v && i < count) {
-		long long off;
-		int p;
-
-		if (fscanf(f, "%255s %d %lld", topic, &p, &off) != 3)
-			break;
-		v[i].topic = strdup(topic);
-		v[i].partition = p;
-		v[i].offset = off;
-		i++;
-	}
-	fclose(f);
-	*out = v;
-	*n = i;
-	return 0;
-}
-
-static int64_t ckpt_find(const struct ckpt_entry *v, int n, const char *topic, int32_t p)
-{
-	for (int i = 0; i < n; i++)
-		if (v[i].partition == p && v[i].topic && !strcmp(v[i].topic, topic))
-			return v[i].offset;
-	return -1;
-}
-
-static void ckpt_free(struct ckpt_entry *v, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(v[i].topic);
-	free(v);
-}
-
-/* A checkpoint's value for part: the recovery point, or the cleaner's offset (-1: no line). */
-typedef int64_t ckpt_value_fn(const struct part *part);
-
-static int64_t ckpt_recovery_point(const struct part *part)
-{
-	return part ? part_recovery_point(part) : 0;
-}
-
-static int64_t ckpt_clean_offset(const struct part *part)
-{
-	return part ? part_clean_offset(part) : -1;
-}
-
-/* Writes the checkpoint file name of the partitions for which value gives an offset. */
-static int ckpt_write(struct registry *reg, const char *name, ckpt_value_fn *value)
-{
-	struct wr lines, txt;
-	char path[PATH_MAX], line[300];
-	int count = 0, err;
-
-	wr_init(&lines);
-	wr_init(&txt);
-	for (int i = 0; i < reg->ntopics; i++) {
+	for (int i = 0; s && i < reg->ntopics; i++) {
 		struct topic *t = reg->topics[i];
 
-		for (int32_t p = 0; p < t->nparts; p++) {
-			int64_t v = value(t->parts[p]);
-
-			if (v < 0)
-				continue;
-			wr_raw(&lines, line,
-			       (size_t)snprintf(line, sizeof(line), "%s %d %lld\n", t->name, p, (long long)v));
-			count++;
-		}
+		ckpt_snap_topic(s, t->name);
+		for (int32_t p = 0; p < t->nparts; p++)
+			ckpt_snap_part(s, p, t->parts[p] ? part_recovery_point(t->parts[p]) : 0,
+				       t->parts[p] ? part_clean_offset(t->parts[p]) : -1);
 	}
-	wr_raw(&txt, line, (size_t)snprintf(line, sizeof(line), "0\n%d\n", count));
-	wr_raw(&txt, lines.buf, lines.len);
-	err = txt.err ? txt.err : lines.err;
-	snprintf(path, sizeof(path), "%s/%s", reg->dir, name);
-	if (!err)
-		err = durable_replace_path(path, (const char *)txt.buf, txt.len);
-	wr_release(&lines);
-	wr_release(&txt);
+	return s;
+}
+
+/* The final checkpoint of a shutdown, on this thread. */
+static int registry_write_checkpoint(struct registry *reg)
+{
+	struct ckpt_snap *s;
+	int err;
+
+	if (registry_dir_failed(reg))
+		return -EIO;
+	s = registry_ckpt_snap(reg);
+	err = s ? ckpt_snap_write(s, reg->dir) : -ENOMEM;
+	ckpt_snap_free(s);
 	return err;
 }
 
 int registry_checkpoint(struct registry *reg)
 {
-	int err;
+	struct ckpt_snap *s;
 
 	if (registry_dir_failed(reg))
 		return -EIO;
-	err = ckpt_write(reg, CHECKPOINT_FILE, ckpt_recovery_point);
-	if (!err)
-		err = ckpt_write(reg, CLEANER_CHECKPOINT_FILE, ckpt_clean_offset);
-	return err;
+	s = registry_ckpt_snap(reg);
+	if (!s)
+		return -ENOMEM;
+	ckpt_writer_submit(reg->ckptw, s);
+	return 0;
 }
 
 /* ---- topics ---- */
@@ -527,6 +458,8 @@ static void registry_part_cfg(const struct registry *reg, const struct topic_cfg
 	pc->index_interval_bytes = tc->index_interval_bytes;
 	pc->segment_index_bytes = tc->segment_index_bytes;
 	pc->log_append_time = tc->message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME;
+	pc->deleter = reg->dirdel;
+	pc->file_delete_delay_ms = tc->file_delete_delay_ms;
 }
 
 static void topic_free(struct topic *t)
@@ -682,43 +615,94 @@ static void registry_drop_incomplete(struct registry *reg)
 		durable_sync_dir(reg->dir);
 }
 
+/* A partition directory registry_scan() found. */
+struct scan_ent {
+	char *topic;
+	int32_t p;
+};
+
+static int scan_ent_cmp(const void *a, const void *b)
+{
+	const struct scan_ent *x = a, *y = b;
+	int c = strcmp(x->topic, y->topic);
+
+	return c ? c : (x->p > y->p) - (x->p < y->p);
+}
+
+/* Appends (topic, p) to *v; 0 or -ENOMEM. */
+static int scan_ent_push(struct scan_ent **v, int *n, int *cap, const char *topic, int32_t p)
+{
+	if (*n == *cap) {
+		int ncap = *cap ? *cap * 2 : 64;
+		struct scan_ent *nv = realloc(*v, (size_t)ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = ncap;
+	}
+	(*v)[*n].topic = strdup(topic);
+	(*v)[*n].p = p;
+	return (*v)[(*n)++].topic ? 0 : -ENOMEM;
+}
+
+/* Makes the topics of the sorted entries, each once with its highest partition: no reallocation per partition. */
+static int registry_found_all(struct registry *reg, struct scan_ent *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		if ((i + 1 == n || strcmp(v[i].topic, v[i + 1].topic)) && !registry_found(reg, v[i].topic, v[i].p))
+			return -ENOMEM;
+	return 0;
+}
+
+/*
+ * Lists the log dir once.  Partition directories are sorted before their
+ * topics are made, so each topic goes at the end of the sorted array (no
+ * shifting of the others) and is sized once.
+ */
 static int registry_scan(struct registry *reg)
 {
 	DIR *d = opendir(reg->dir);
 	struct dirent *e;
+	struct scan_ent *v = NULL;
+	int n = 0, cap = 0, err = 0;
 	char topic[256];
 
 	if (!d)
 		return -errno;
-	while ((e = readdir(d)) != NULL) {
+	while (!err && (e = readdir(d)) != NULL) {
 		int32_t p = parse_part_dir(e->d_name, topic, sizeof(topic));
 
 		if (e->d_type != DT_REG && part_dir_is_aside(e->d_name))
 			registry_queue_leftover(reg, e->d_name);
 		if (e->d_type == DT_REG && strlen(e->d_name) > 4 && !strcmp(e->d_name + strlen(e->d_name) - 4, ".tmp"))
 			unlinkat(dirfd(d), e->d_name, 0); /* a replacement a crash cut short (util/durable.h) */
-		if (p < 0 || e->d_type == DT_REG)
-			continue;
-		if (!registry_found(reg, topic, p)) {
-			closedir(d);
-			return -ENOMEM;
-		}
+		if (p >= 0 && e->d_type != DT_REG)
+			err = scan_ent_push(&v, &n, &cap, topic, p);
 	}
 	closedir(d);
-	registry_drop_incomplete(reg);
-	return 0;
+	if (!err && n)
+		qsort(v, (size_t)n, sizeof(*v), scan_ent_cmp);
+	if (!err)
+		err = registry_found_all(reg, v, n);
+	for (int i = 0; i < n; i++)
+		free(v[i].topic);
+	free(v);
+	if (!err)
+		registry_drop_incomplete(reg);
+	return err;
 }
 
 /* Opens the partitions of every topic found by registry_scan(). */
 static int registry_open_all(struct registry *reg, bool clean)
 {
-	struct ckpt_entry *ck = NULL, *cl = NULL;
-	int nck = 0, ncl = 0, err = 0;
+	struct ckpt_map *ck = NULL, *cl = NULL;
 	char path[PATH_MAX], dir0[PATH_MAX], why[256];
+	int err = 0;
 
 	if (!clean)
-		ckpt_load(reg->dir, CHECKPOINT_FILE, &ck, &nck);
-	ckpt_load(reg->dir, CLEANER_CHECKPOINT_FILE, &cl, &ncl);
+		ckpt_map_load(reg->dir, CKPT_RECOVERY_FILE, &ck);
+	ckpt_map_load(reg->dir, CKPT_CLEANER_FILE, &cl);
 	for (int i = 0; i < reg->ntopics && !err; i++) {
 		struct topic *t = reg->topics[i];
 
@@ -729,18 +713,18 @@ static int registry_open_all(struct registry *reg, bool clean)
 		    topic_cfg_load(&t->cfg, path, why, sizeof(why)) < 0)
 			log_warn("topic '%s': cannot load '%s' (%s); using defaults", t->name, path, why);
 		for (int32_t p = 0; p < t->nparts && !err; p++) {
-			int64_t rp = clean ? INT64_MAX : ckpt_find(ck, nck, t->name, p);
+			int64_t rp = clean ? INT64_MAX : ckpt_map_find(ck, t->name, p);
 
 			if (registry_open_part(reg, t, p, rp) == 0)
-				part_set_clean_offset(t->parts[p], ckpt_find(cl, ncl, t->name, p));
+				part_set_clean_offset(t->parts[p], ckpt_map_find(cl, t->name, p));
 			else
 				log_error("partition '%s-%d' is offline (KAFKA_STORAGE_ERROR) until its files are "
 					  "repaired",
 					  t->name, p);
 		}
 	}
-	ckpt_free(ck, nck);
-	ckpt_free(cl, ncl);
+	ckpt_map_free(ck);
+	ckpt_map_free(cl);
 	return err;
 }
 
@@ -753,6 +737,8 @@ static void registry_abort(struct registry *reg)
 				part_close(reg->topics[i]->parts[p]);
 		topic_free(reg->topics[i]);
 	}
+	if (reg->ckptw)
+		ckpt_writer_stop(reg->ckptw);
 	if (reg->dirdel)
 		dirdel_stop(reg->dirdel);
 	durable_on_fail(NULL, NULL);
@@ -795,6 +781,25 @@ static int registry_unmark_clean(struct registry *reg, const char *marker)
 	return err;
 }
 
+/* After a crash: how much of the log recovery had to read, past the recovery points. */
+static void registry_log_scanned(struct registry *reg)
+{
+	int64_t bytes = 0, b;
+	int segs = 0, parts = 0, n;
+
+	for (int i = 0; i < reg->ntopics; i++)
+		for (int32_t p = 0; p < reg->topics[i]->nparts; p++) {
+			if (!reg->topics[i]->parts[p])
+				continue;
+			part_recovery_scanned(reg->topics[i]->parts[p], &n, &b);
+			segs += n;
+			bytes += b;
+			parts += n > 0;
+		}
+	log_info("recovery scanned %d segment(s), %lld bytes, in %d partition(s) past their recovery points", segs,
+		 (long long)bytes, parts);
+}
+
 int registry_open(const struct broker_cfg *cfg, struct registry **out)
 {
 	struct registry *reg = calloc(1, sizeof(*reg));
@@ -814,6 +819,8 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 	reg->dir[strcspn(reg->dir, ",")] = '\0'; /* one log dir on a single node */
 	durable_on_fail(registry_on_sync_fail, reg);
 	err = dirdel_start(&reg->dirdel);
+	if (!err)
+		err = ckpt_writer_start(reg->dir, &reg->ckptw);
 	if (!err)
 		err = registry_prepare_dir(reg);
 	snprintf(marker, sizeof(marker), "%s/%s", reg->dir, CLEAN_MARKER);
@@ -835,6 +842,8 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 		 : clean ? " (clean shutdown, no recovery needed)"
 			 : " (recovered after an unclean shutdown)",
 		 (long long)(clock_mono_ms() - t0));
+	if (!clean)
+		registry_log_scanned(reg);
 	*out = reg;
 	return 0;
 }
@@ -849,7 +858,8 @@ void registry_close(struct registry *reg)
 		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
 			if (reg->topics[i]->parts[p] && (rc = part_sync(reg->topics[i]->parts[p])) < 0 && !err)
 				err = rc;
-	rc = registry_checkpoint(reg);
+	ckpt_writer_stop(reg->ckptw); /* a periodic write must not land after the final one */
+	rc = registry_write_checkpoint(reg);
 	if (rc && !err)
 		err = rc;
 	for (int i = 0; i < reg->ntopics; i++) {

@@ -28,6 +28,7 @@
 #include "broker/registry.h"
 #include "broker/cleaner.h"
 #include "broker/syncer.h"
+#include "log/partition.h"
 #include "log/segment.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -317,22 +318,66 @@ static int server_signals(struct broker *b)
 	return loop_add(b->loop, &server_signal_io, EPOLLIN);
 }
 
+/*
+ * Asks a sync round for every partition whose recovery point is behind its
+ * log end offset: under the relaxed flush policy an idle partition is
+ * otherwise synced only when its segment rolls, and after a crash all of
+ * its tail would be read again.  Returns the round's ticket (0: none).
+ */
+static uint64_t server_flush_lagging(struct broker *b)
+{
+	struct topic **topics;
+	uint64_t ticket = 0;
+	int n;
+
+	topics = registry_topics(b->reg, &n);
+	for (int i = 0; i < n; i++)
+		for (int32_t p = 0; p < topics[i]->nparts; p++) {
+			struct part *part = topics[i]->parts[p];
+
+			if (part && part_recovery_point(part) < part_log_end_offset(part))
+				ticket = syncer_want(b->syncer, part);
+		}
+	return ticket;
+}
+
+/*
+ * Every log.flush.offset.checkpoint.interval.ms: the lagging partitions
+ * are synced, and once that round is done the recovery points are
+ * checkpointed (written by a background thread, broker/ckpt.h).
+ */
+static void server_checkpoint(struct broker *b, int64_t now)
+{
+	static int64_t last_ckpt = -1;
+	static uint64_t ticket;
+	static bool pending;
+
+	if (last_ckpt < 0)
+		last_ckpt = now; /* like Kafka, the first one waits one interval */
+	if (now - last_ckpt >= b->cfg.log_flush_offset_checkpoint_interval_ms && !pending) {
+		ticket = server_flush_lagging(b);
+		pending = true;
+		last_ckpt = now;
+	}
+	if (pending && syncer_done(b->syncer) >= ticket) {
+		registry_checkpoint(b->reg);
+		pending = false;
+	}
+}
+
 static void server_housekeeping(struct loop_timer *t)
 {
 	struct broker *b = (struct broker *)((char *)t - offsetof(struct broker, housekeeping));
-	static int64_t last_retain = -1, last_ckpt = -1;
+	static int64_t last_retain = -1;
 	int64_t now = clock_mono_ms();
 
 	if (last_retain < 0)
-		last_retain = last_ckpt = now; /* like Kafka, the first pass of each waits one interval */
+		last_retain = now; /* like Kafka, the first pass of each waits one interval */
 	if (now - last_retain >= b->cfg.log_retention_check_interval_ms) {
 		registry_retain(b->reg, clock_wall_ms());
 		last_retain = now;
 	}
-	if (now - last_ckpt >= b->cfg.log_flush_offset_checkpoint_interval_ms) {
-		registry_checkpoint(b->reg);
-		last_ckpt = now;
-	}
+	server_checkpoint(b, now);
 	produce_flush_policy(b, now);
 	conn_close_idle(now); /* connections.max.idle.ms */
 	/* min.incremental.fetch.session.eviction.ms */

@@ -62,9 +62,9 @@ static const struct conf_def defs[] = {
 	I64("delete.retention.ms", delete_retention_ms, 0, I64MAX, "86400000",
 	    "How long tombstones stay in a compacted topic. Default: `log.cleaner.delete.retention.ms`."),
 	I64("file.delete.delay.ms", file_delete_delay_ms, 0, I64MAX, "60000",
-	    "How long the partition directories of a deleted topic (renamed `*-delete`) stay on disk before a "
-	    "background thread removes them; DeleteTopics does not wait for it. Segments removed by retention do "
-	    "not wait. Default: `log.segment.delete.delay.ms`."),
+	    "How long the files of a deleted topic (partition directories renamed `*-delete`) and the segments "
+	    "deleted by retention, DeleteRecords or the log cleaner (files renamed `*.deleted`) stay on disk before "
+	    "a background thread removes them; nothing waits for it. Default: `log.segment.delete.delay.ms`."),
 	I64("flush.messages", flush_messages, 1, I64MAX, LMAX,
 	    "Force an fsync after this many messages. Default: `log.flush.interval.messages`."),
 	I64("flush.ms", flush_ms, 0, I64MAX, LMAX,

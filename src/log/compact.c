@@ -214,14 +214,6 @@ static void compact_unlink(int dir_fd, const char *dir, int64_t base, const char
 	}
 }
 
-static void compact_unlink_one(int dir_fd, int64_t base, const char *ext)
-{
-	char name[64];
-
-	compact_name(name, sizeof(name), base, ext, "");
-	unlinkat(dir_fd, name, 0);
-}
-
 /* Renames the *.swap files of base to their plain names (.log last); 0 or -errno. */
 static int compact_rename_swap(int dir_fd, int64_t base)
 {
@@ -275,10 +267,9 @@ int compact_swap(struct part *part, struct compact_job *job)
 	for (int i = job->nout - 1; i >= 0; i--) {
 		struct compact_out *o = &job->out[i];
 
-		for (int k = o->first + 1; k <= o->last; k++)
-			compact_unlink(job->dir_fd, job->dir, job->src[k].base, "");
-		if (!o->txn)
-			compact_unlink_one(job->dir_fd, job->src[o->first].base, TXNIDX_EXT);
+		/* the replaced files go as retention's do: renamed *.deleted, unlinked in the background */
+		for (int k = o->first; k <= o->last; k++)
+			part_delete_seg_files(part, job->src[k].base);
 		rc = compact_rename_swap(job->dir_fd, job->src[o->first].base);
 		if (rc) { /* the .swap files stay: the next start completes the swap */
 			log_error("log: '%s': cannot rename the cleaned segment %" PRId64 ": %s", job->dir,

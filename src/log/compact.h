@@ -13,7 +13,8 @@
  *                                         <base>.log|index|timeindex|txnindex.cleaned
  *                                         fdatasync, rename to *.swap, fsync dir
  *   compact_swap(part, job) <-- job --
- *     old segments of a group unlinked,
+ *     old segments' files renamed *.deleted
+ *       (unlinked in the background),
  *     *.swap renamed to the plain names,
  *     the segment array edited           compact_finish(job): fsync dir
  *
@@ -21,8 +22,8 @@
  * DeleteRecords or a fetch never wait for a pass, and a pass never reads a
  * freed segment; compact_swap() drops a job whose log changed at its head
  * meanwhile (part's head generation moved).  Readers that hold an old
- * segment's descriptor keep reading it after the swap: unlinked files stay
- * readable until their last reference goes.
+ * segment's descriptor keep reading it after the swap: renamed and
+ * unlinked files stay readable until their last reference goes.
  *
  * Crash safety, as Kafka's: *.cleaned files are incomplete by definition
  * and deleted at start-up; a <base>.log.swap file is complete (synced

@@ -51,6 +51,9 @@ struct part {
 	int64_t clean_offset; /* cleaner checkpoint: first offset not cleaned, -1 never cleaned */
 	int64_t clean_due_ms; /* a kept tombstone or marker may go from then on, INT64_MAX never */
 	bool uncleanable;     /* a pass found corrupt data: not cleaned again until restart */
+	/* part_open: what recovery read batch by batch (partition.h part_recovery_scanned) */
+	int scanned_segs;
+	int64_t scanned_bytes;
 };
 
 static inline struct seg *part_active(const struct part *part)
@@ -58,8 +61,19 @@ static inline struct seg *part_active(const struct part *part)
 	return part->segs[part->nsegs - 1];
 }
 
-/* Removes the first n segments (not the active one), unlinking their files. */
+#define PART_DELETED_SUFFIX ".deleted" /* Kafka's: a deleted segment's files waiting for removal */
+
+/* Removes the first n segments (not the active one), deleting their files (part_delete_seg_files). */
 void part_drop_head(struct part *part, int n);
+/*
+ * Deletes the files of the segment at base (.log, .index, .timeindex,
+ * .txnindex) off the event loop: each is renamed <name>.deleted and queued
+ * for cfg.deleter to unlink after cfg.file_delete_delay_ms (without a
+ * deleter they are unlinked at once).  Open descriptors keep reading.
+ */
+void part_delete_seg_files(struct part *part, int64_t base);
+/* Queues the file name in part's directory for cfg.deleter to unlink after delay_ms, or unlinks it now. */
+void part_discard_file(struct part *part, const char *name, int64_t delay_ms);
 /* Moves the log start forward (and trims the epoch cache). */
 void part_advance_log_start(struct part *part, int64_t offset);
 

@@ -47,6 +47,8 @@ void part_cfg_default(struct part_cfg *cfg)
 	cfg->log_append_time = false;
 	cfg->producer_id_expiration_ms = 86400000;
 	cfg->hw_on_sync = true;
+	cfg->deleter = NULL;
+	cfg->file_delete_delay_ms = 60000;
 }
 
 /*
@@ -166,7 +168,15 @@ static int part_list(struct part *part, int64_t **bases, int *n)
 	return rc;
 }
 
-/* Removes index files without a .log and leftover *.tmp files. */
+/* A segment file deleted by retention or the cleaner, waiting for its removal (retain.c). */
+static bool part_name_deleted(const char *name)
+{
+	size_t n = strlen(name), k = strlen(PART_DELETED_SUFFIX);
+
+	return n > k && !strcmp(name + n - k, PART_DELETED_SUFFIX);
+}
+
+/* Removes index files without a .log, leftover *.tmp files and (in the background) *.deleted ones. */
 static void part_remove_orphans(struct part *part)
 {
 	DIR *d = opendir(part->dir);
@@ -184,7 +194,10 @@ static void part_remove_orphans(struct part *part)
 			orphan = !known;
 		}
 		orphan = orphan || (strlen(de->d_name) > 4 && !strcmp(de->d_name + strlen(de->d_name) - 4, ".tmp"));
-		if (orphan) {
+		if (part_name_deleted(de->d_name)) {
+			log_info("log: removing '%s/%s', deleted before the last stop", part->dir, de->d_name);
+			part_discard_file(part, de->d_name, 0);
+		} else if (orphan) {
 			log_info("log: removing stray file '%s/%s'", part->dir, de->d_name);
 			unlinkat(part->dir_fd, de->d_name, 0);
 		}
@@ -219,8 +232,14 @@ static int part_load_seg(struct part *part, int i, int64_t recovery_point)
 	if (rc == 0 && seg->next_offset > recovery_point)
 		/* may hold unsynced data: check every CRC */
 		rc = recover_seg(seg, true, interval, part->scratch, PART_SCRATCH_BYTES, &truncated);
+	if (rc == 0 && seg->next_offset > recovery_point)
+		rc = 1;
 	if (rc < 0)
 		return rc;
+	if (rc == 1) { /* read whole, its indexes rebuilt */
+		part->scanned_segs++;
+		part->scanned_bytes += seg->size + truncated;
+	}
 	if (seg->roll_ts < 0 && seg->size > 0)
 		seg->roll_ts = seg_created_ms(seg, clock_wall_ms());
 	if (i > 0 && part->segs[i - 1]->next_offset > seg->base_offset) {
@@ -287,6 +306,10 @@ static int part_load_segs(struct part *part, int64_t recovery_point, int64_t log
 		;
 	for (int i = first; !rc && i < part->nsegs; i++)
 		rc = part_recover_seg(part, i, recovery_point);
+	if (!rc && part->scanned_segs)
+		log_info("log: '%s': recovery read %d of %d segment(s), %" PRId64
+			 " bytes, past the recovery point %" PRId64,
+			 part->dir, part->scanned_segs, part->nsegs, part->scanned_bytes, recovery_point);
 	if (!rc && part->nsegs == 0) {
 		struct seg *seg;
 
@@ -1170,6 +1193,12 @@ int64_t part_recovery_point(const struct part *part)
 	v = p->recovery_point;
 	pthread_mutex_unlock(&p->mu);
 	return v;
+}
+
+void part_recovery_scanned(const struct part *part, int *segs, int64_t *bytes)
+{
+	*segs = part->scanned_segs;
+	*bytes = part->scanned_bytes;
 }
 
 int64_t part_unflushed_messages(const struct part *part)

@@ -44,11 +44,15 @@ struct part_cfg {
 	bool log_append_time;              /* message.timestamp.type=LogAppendTime */
 	int64_t producer_id_expiration_ms; /* producer.id.expiration.ms (broker-wide), default 1 day */
 	bool hw_on_sync;                   /* the durable policy: the HW is what the last sync covered (default) */
+	/* deleted segments: renamed *.deleted, then unlinked by this thread (NULL: unlinked at once) */
+	struct dirdel *deleter;
+	int64_t file_delete_delay_ms; /* file.delete.delay.ms: how long a *.deleted file stays */
 };
 
 /* Kafka's defaults. */
 void part_cfg_default(struct part_cfg *cfg);
 
+struct dirdel;
 struct part;
 struct part_append_info {
 	int64_t base_offset, last_offset, log_append_time, log_start_offset;
@@ -188,6 +192,8 @@ bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out,
  */
 int part_sync(struct part *part);
 int64_t part_recovery_point(const struct part *part);
+/* What part_open() read batch by batch (past the recovery point, or with bad indexes): segments and bytes. */
+void part_recovery_scanned(const struct part *part, int *segs, int64_t *bytes);
 int64_t part_unflushed_messages(const struct part *part);
 /*
  * Starts (does not wait for) writeback of the active segment's bytes

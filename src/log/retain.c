@@ -3,22 +3,31 @@
  * retention.bytes and DeleteRecords.
  *
  * Only whole segments are deleted and never the active one, as in Kafka.
- * A deleted segment's files are unlinked at once; fetches still sending
- * from it hold an fdref on its .log, so the data stays readable until the
- * last reference goes.  The log start offset moves to the first remaining
- * segment's base, or further by DeleteRecords (then persisted in the
- * log-start-offset file, see partition.h).
+ * A deleted segment's files are renamed <name>.deleted at once (cheap, on
+ * the event loop) and unlinked by a background thread once
+ * file.delete.delay.ms has passed (util/dirdel.h): unlinking a 1 GiB file
+ * frees its blocks, which can take long.  Fetches still sending from it
+ * hold an fdref on its .log, so the data stays readable whatever its name
+ * and after the unlink, until the last reference goes.  A crash leaves
+ * *.deleted files, removed when the partition is next opened.  The log
+ * start offset moves to the first remaining segment's base, or further by
+ * DeleteRecords (then persisted in the log-start-offset file, see
+ * partition.h).
  */
 #include "log/partition.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "log/checkpoint.h"
 #include "log/part_int.h"
+#include "util/dirdel.h"
 #include "util/log.h"
 
 void part_advance_log_start(struct part *part, int64_t offset)
@@ -37,6 +46,36 @@ void part_advance_log_start(struct part *part, int64_t offset)
 	}
 }
 
+void part_discard_file(struct part *part, const char *name, int64_t delay_ms)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", part->dir, name);
+	if (part->cfg.deleter && dirdel_add_file(part->cfg.deleter, path, delay_ms) == 0)
+		return;
+	if (unlinkat(part->dir_fd, name, 0) < 0 && errno != ENOENT)
+		log_warn("log: cannot unlink '%s': %s", path, strerror(errno));
+}
+
+void part_delete_seg_files(struct part *part, int64_t base)
+{
+	static const char *const exts[] = { ".index", ".timeindex", TXNIDX_EXT, ".log" };
+	char name[64], gone[64 + sizeof(PART_DELETED_SUFFIX)];
+
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		snprintf(name, sizeof(name), "%020" PRId64 "%s", base, exts[i]);
+		snprintf(gone, sizeof(gone), "%s%s", name, PART_DELETED_SUFFIX);
+		if (!part->cfg.deleter) {
+			part_discard_file(part, name, 0);
+		} else if (renameat(part->dir_fd, name, part->dir_fd, gone) == 0) {
+			part_discard_file(part, gone, part->cfg.file_delete_delay_ms);
+		} else if (errno != ENOENT) {
+			log_warn("log: cannot rename '%s/%s': %s", part->dir, name, strerror(errno));
+			part_discard_file(part, name, 0);
+		}
+	}
+}
+
 void part_drop_head(struct part *part, int n)
 {
 	if (n >= part->nsegs)
@@ -51,8 +90,8 @@ void part_drop_head(struct part *part, int n)
 		pthread_mutex_unlock(&part->mu);
 		log_info("log: '%s': deleting segment %" PRId64 " (%" PRId64 " bytes)", part->dir, seg->base_offset,
 			 seg->size);
-		seg_unlink(seg);
-		seg_close(seg);
+		part_delete_seg_files(part, seg->base_offset);
+		seg_close(seg); /* its files are still linked (*.deleted): closing frees nothing here */
 	}
 	if (n > 0)
 		part_advance_log_start(part, part->segs[0]->base_offset);

@@ -1,11 +1,13 @@
 /*
- * dirdel.c - background removal of renamed-away directories (see dirdel.h).
+ * dirdel.c - background removal of renamed-away directories and files (see
+ * dirdel.h).
  *
  * A mutex-protected list of heap strings, each with the monotonic time it
  * is due, and one thread that sleeps on a condition variable (on the
  * monotonic clock) until the earliest item is due, something is queued or
  * it is told to stop.  The list is short (one item per deleted partition
- * waiting out its delay), so finding the earliest is a scan.
+ * or segment file waiting out its delay), so finding the earliest is a
+ * scan.
  */
 #include "util/dirdel.h"
 
@@ -26,6 +28,7 @@
 struct dirdel_item {
 	struct dirdel_item *next;
 	int64_t due_ms; /* clock_mono_ms() from which it may be removed */
+	bool file;      /* a regular file (dirdel_add_file), else a directory */
 	char path[];    /* NUL-terminated */
 };
 
@@ -33,8 +36,9 @@ struct dirdel {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
-	struct dirdel_item *head; /* (mu) in the order queued */
-	bool stop;                /* (mu) */
+	struct dirdel_item *head;  /* (mu) in the order queued */
+	struct dirdel_item **tail; /* (mu) the last item's next link (&head when empty): queuing is O(1) */
+	bool stop;                 /* (mu) */
 };
 
 int dirdel_remove(const char *path)
@@ -100,6 +104,8 @@ static struct dirdel_item *dirdel_take(struct dirdel *d)
 			continue;
 		}
 		*pp = it->next;
+		if (d->tail == &it->next)
+			d->tail = pp;
 		return it;
 	}
 }
@@ -114,9 +120,11 @@ static void *dirdel_main(void *arg)
 		int rc;
 
 		pthread_mutex_unlock(&d->mu);
-		rc = dirdel_remove(it->path);
+		rc = it->file ? (unlink(it->path) < 0 && errno != ENOENT ? -errno : 0) : dirdel_remove(it->path);
 		if (rc)
 			log_warn("cannot remove '%s': %s", it->path, strerror(-rc));
+		else if (it->file)
+			log_debug(LOGC_LOG, "log", "removed '%s'", it->path);
 		else
 			log_info("removed '%s'", it->path);
 		free(it);
@@ -134,6 +142,7 @@ int dirdel_start(struct dirdel **out)
 
 	if (!d)
 		return -ENOMEM;
+	d->tail = &d->head;
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* delays unaffected by wall-clock steps */
@@ -168,10 +177,11 @@ void dirdel_stop(struct dirdel *d)
 	free(d);
 }
 
-int dirdel_add(struct dirdel *d, const char *path, int64_t delay_ms)
+/* Queues path, a directory or (file) a regular file, for removal delay_ms from now. */
+static int dirdel_queue(struct dirdel *d, const char *path, int64_t delay_ms, bool file)
 {
 	size_t n = strlen(path) + 1;
-	struct dirdel_item *it = malloc(sizeof(*it) + n), **pp;
+	struct dirdel_item *it = malloc(sizeof(*it) + n);
 
 	if (!it)
 		return -ENOMEM;
@@ -179,12 +189,22 @@ int dirdel_add(struct dirdel *d, const char *path, int64_t delay_ms)
 	it->due_ms = delay_ms > 0 && delay_ms < INT64_MAX / 2 ? clock_mono_ms() + delay_ms
 		     : delay_ms > 0                           ? INT64_MAX
 							      : 0;
+	it->file = file;
 	memcpy(it->path, path, n);
 	pthread_mutex_lock(&d->mu);
-	for (pp = &d->head; *pp; pp = &(*pp)->next)
-		;
-	*pp = it;
+	*d->tail = it;
+	d->tail = &it->next;
 	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->mu);
 	return 0;
+}
+
+int dirdel_add(struct dirdel *d, const char *path, int64_t delay_ms)
+{
+	return dirdel_queue(d, path, delay_ms, false);
+}
+
+int dirdel_add_file(struct dirdel *d, const char *path, int64_t delay_ms)
+{
+	return dirdel_queue(d, path, delay_ms, true);
 }

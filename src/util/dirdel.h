@@ -11,6 +11,10 @@
  * directory itself) once its delay has passed.
  * Whatever is still queued at dirdel_stop() or lost in a crash is found
  * again by the owner's start-up scan and queued anew.
+ *
+ * Single files go the same way: a segment deleted by retention is a file
+ * of up to segment.bytes (1 GiB), whose unlink frees its blocks and can
+ * take long; it is renamed to <name>.deleted and queued here.
  */
 #ifndef GREGOR_UTIL_DIRDEL_H
 #define GREGOR_UTIL_DIRDEL_H
@@ -31,6 +35,8 @@ void dirdel_stop(struct dirdel *d);
  * too far to count: never while this process runs).  0 or -ENOMEM.
  */
 int dirdel_add(struct dirdel *d, const char *path, int64_t delay_ms);
+/* Same for a regular file: unlinked once due (a file already gone is no error). */
+int dirdel_add_file(struct dirdel *d, const char *path, int64_t delay_ms);
 /*
  * Removes the regular files in path and then path itself, on the calling
  * thread.  0 or the first -errno.

@@ -4,10 +4,10 @@ refused (confluent-kafka-python AdminClient and Producer):
     NOT_ENOUGH_REPLICAS and appends nothing; acks=1 is unaffected (Kafka's
     check); AlterConfigs back to 1 makes acks=all succeed;
   * flush.ms=1000 under the relaxed flush policy (log.flush.interval.messages
-    set, so acks=1 data is not synced at once): that topic's data is fsynced
-    within a few seconds (its recovery point in recovery-point-offset-checkpoint,
-    written every second here, reaches the log end), while a topic without
-    flush.ms stays unsynced;
+    set, so acks=1 data is not synced at once): that topic's .log is fsynced
+    within a few seconds (counted by the LD_PRELOAD shim), while a topic
+    without flush.ms stays unsynced (the checkpoint interval, whose flush of
+    idle partitions would sync it too, is 10 minutes here);
   * segment.jitter.ms: with segment.ms=4 s and segment.jitter.ms=4 s, a
     second append 2 s after the first rolls some of 24 partitions' segments
     early; without jitter none rolls;
@@ -23,6 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from gregor import Broker, eq, check, log, main  # noqa: E402
+from syncshim import SyncShim  # noqa: E402
 
 from confluent_kafka import KafkaError, KafkaException, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
@@ -62,28 +63,18 @@ def check_min_insync(b, admin):
     log("min.insync.replicas: NOT_ENOUGH_REPLICAS for acks=all above 1")
 
 
-def recovery_points(b):
-    out = {}
-    if not os.path.exists(os.path.join(b.data_dir, "recovery-point-offset-checkpoint")):
-        return out  # written every log.flush.offset.checkpoint.interval.ms
-    with open(os.path.join(b.data_dir, "recovery-point-offset-checkpoint")) as f:
-        for line in f.read().splitlines()[2:]:
-            t, p, off = line.split()
-            out[(t, int(p))] = int(off)
-    return out
-
-
-def check_flush_ms(b, admin):
+def check_flush_ms(b, admin, shim):
     create(admin, "fl-ms", {"flush.ms": "1000"})
     create(admin, "fl-none")
     for t in ("fl-ms", "fl-none"):
         for _ in range(5):
             eq(produce_one(b, t, "1")[0], 0, "produce to " + t)
+    seg = "-0/00000000000000000000.log"
     deadline = time.monotonic() + 20
-    while recovery_points(b).get(("fl-ms", 0)) != 5:
-        check(time.monotonic() < deadline, "flush.ms topic not synced: %r" % recovery_points(b))
+    while shim.sync_count("fl-ms" + seg) == 0:
+        check(time.monotonic() < deadline, "flush.ms topic not synced")
         time.sleep(0.5)
-    eq(recovery_points(b).get(("fl-none", 0)), 0, "recovery point of the topic without flush.ms")
+    eq(shim.sync_count("fl-none" + seg), 0, "syncs of the topic without flush.ms")
     eq(describe(admin, "fl-ms")["flush.ms"].value, "1000", "flush.ms described")
     log("flush.ms: the topic's data was synced by time")
 
@@ -171,9 +162,10 @@ def test():
         check_jitter(b, admin)
         check_preallocate(b, admin)
         check_informational(b, admin)
-    relaxed = {"log.flush.interval.messages": "1000000000", "log.flush.offset.checkpoint.interval.ms": "1000"}
-    with Broker(props=relaxed) as b:
-        check_flush_ms(b, AdminClient({"bootstrap.servers": b.bootstrap}))
+    relaxed = {"log.flush.interval.messages": "1000000000", "log.flush.offset.checkpoint.interval.ms": "600000"}
+    shim = SyncShim()
+    with Broker(props=relaxed, env=shim.env()) as b:
+        check_flush_ms(b, AdminClient({"bootstrap.servers": b.bootstrap}), shim)
 
 
 main(test)
