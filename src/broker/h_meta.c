@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/creator.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
 #include "proto/kerr.h"
@@ -44,6 +45,10 @@ static void metadata_topic(struct req *rq, struct topic *t, struct MetadataRespo
 
 	mt->Name = kstr_c(t->name);
 	mt->IsInternal = t->internal;
+	if (t->creating) { /* as Kafka while a topic is made: no partitions yet, ask again */
+		mt->ErrorCode = KERR_LEADER_NOT_AVAILABLE;
+		return;
+	}
 	mt->Partitions.n = t->nparts;
 	mt->Partitions.v = req_alloc(rq, (size_t)t->nparts, sizeof(*mt->Partitions.v));
 	for (int32_t p = 0; p < t->nparts; p++) {
@@ -69,6 +74,7 @@ static void metadata_topic(struct req *rq, struct topic *t, struct MetadataRespo
 static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mreq, struct kstr name, struct topic **out)
 {
 	struct broker *b = rq->b;
+	struct reg_build *build;
 	struct topic_cfg tc;
 	int err;
 
@@ -80,10 +86,11 @@ static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mre
 	if (!b->cfg.auto_create_topics_enable || !mreq->AllowAutoTopicCreation || topic_name_internal(name))
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	topic_cfg_init(&tc, &b->cfg);
-	err = registry_create(b->reg, name, b->cfg.num_partitions, &tc, out);
+	err = creator_create(b->creator, name, b->cfg.num_partitions, &tc, &build);
 	topic_cfg_release(&tc);
+	*out = err ? NULL : build->t;
 	if (!err)
-		return KERR_NONE; /* created and led here at once: usable right away */
+		return KERR_NONE; /* metadata_topic(): LEADER_NOT_AVAILABLE until its files are made */
 	log_error("auto-creating topic '%.*s' failed: %s", name.len, name.p, strerror(-err));
 	return KERR_KAFKA_STORAGE_ERROR;
 }

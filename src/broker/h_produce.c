@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/creator.h"
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
@@ -109,6 +110,7 @@ static int produce_recompress(struct req *rq, const struct topic *t, struct krec
 static struct topic *produce_topic(struct broker *b, struct kstr name, int16_t *kerr)
 {
 	struct topic *t = registry_find(b->reg, name);
+	struct reg_build *build;
 	struct topic_cfg tc;
 
 	*kerr = KERR_NONE;
@@ -126,8 +128,8 @@ static struct topic *produce_topic(struct broker *b, struct kstr name, int16_t *
 	if (!b->cfg.auto_create_topics_enable)
 		return NULL;
 	topic_cfg_init(&tc, &b->cfg);
-	if (registry_create(b->reg, name, b->cfg.num_partitions, &tc, &t) < 0)
-		t = NULL;
+	/* its partitions answer LEADER_NOT_AVAILABLE until its files are made */
+	t = creator_create(b->creator, name, b->cfg.num_partitions, &tc, &build) < 0 ? NULL : build->t;
 	topic_cfg_release(&tc);
 	if (t)
 		*kerr = KERR_NONE;

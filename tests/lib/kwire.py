@@ -287,3 +287,15 @@ def parse_message_set(data):
         out.append(dict(offset=offset, magic=magic, attributes=attributes, timestamp=ts, key=key, value=value,
                         crc_ok=crc == zlib.crc32(body[4:]), left=m.left()))
     return out
+
+
+def create_topics_v1_body(topics, timeout_ms=30000, validate_only=False):
+    """CreateTopics v1: topics = [(name, partitions)] (replication factor 1, no configs)."""
+    return (array(topics, lambda t: string(t[0]) + i32(t[1]) + i16(1) + array([]) + array([])) +
+            i32(timeout_ms) + i8(1 if validate_only else 0))
+
+
+def parse_create_topics_v1(body):
+    """-> {name: (error_code, error_message)}"""
+    r = Reader(body)
+    return dict(r.array(lambda r: (r.string(), (r.i16(), r.string()))))
