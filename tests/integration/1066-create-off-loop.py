@@ -96,8 +96,8 @@ def test():
         shim.hold_syncfs()
         result = {}
         t = start_big_create(b, result)
-        wait_until(lambda: any(n.endswith("-create") for n in os.listdir(b.data_dir)), 30,
-                   "the round to stage the new topics")
+        wait_until(lambda: any(n.startswith("big-") for n in os.listdir(b.data_dir)), 30,
+                   "the new topics' first directories")
         log("1. produce acks=all to an existing topic while the round runs")
         acked_at = produce_acked(b, 20)
         check("done_at" not in result, "all produce acks came before the CreateTopics answer")
