@@ -17,6 +17,7 @@
 
 #include "broker/park.h"
 #include "log/compact.h"
+#include "log/epochs.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -982,7 +983,9 @@ static int build_part(struct reg_build *b, const char *dir, int32_t p)
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	err = part_open(dir, &b->pc, INT64_MAX, 0, &b->parts[p - b->from]); /* no sync: the directory exists */
+	err = epochs_create(dir, 0); /* part_open() would write it with two fsyncs */
+	if (!err) /* no sync either: the directory exists and its epoch 0 is there */
+		err = part_open(dir, &b->pc, INT64_MAX, 0, &b->parts[p - b->from]);
 	if (!err && p > 0)
 		err = write_partition_metadata(dir, &b->t->id, false);
 	return err;

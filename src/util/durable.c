@@ -146,7 +146,7 @@ int durable_mkdir(const char *path, unsigned mode)
 
 int durable_write_new(const char *path, const void *data, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), rc;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), rc;
 
 	if (fd < 0)
 		return -errno;

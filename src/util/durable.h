@@ -70,7 +70,7 @@ int durable_rename(const char *from, const char *to);
  * opened (Linux 5.8 on), so a long-lived fd sees every one; a failure is
  * reported as above.
  */
-/* Creates path (O_EXCL) holding the len bytes at data, without syncing.  0 or -errno. */
+/* Writes path (created or truncated) with the len bytes at data, without syncing.  0 or -errno. */
 int durable_write_new(const char *path, const void *data, size_t len);
 /* syncfs(fd): flushes the whole file system holding fd.  0 or -errno. */
 int durable_syncfs(int fd);
