@@ -190,6 +190,8 @@ static int16_t h_group_find_one(struct req *rq, struct kstr key, int8_t key_type
 		return KERR_INVALID_REQUEST;
 	if (key_type == 0 && !h_group_coord(rq))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
+	if (key_type == 1 && !txns_coord_ready(rq->b))
+		return KERR_COORDINATOR_NOT_AVAILABLE; /* __transaction_state being made */
 	return KERR_NONE;
 }
 

@@ -2,6 +2,7 @@
  * h_meta.c - ApiVersions and Metadata: what this broker speaks, and where
  * every topic's partitions live (on a single node: here).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "broker/broker.h"
@@ -70,29 +71,87 @@ static void metadata_topic(struct req *rq, struct topic *t, struct MetadataRespo
 	}
 }
 
-/* Looks a requested topic up, creating it when auto-creation is allowed. */
-static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mreq, struct kstr name, struct topic **out)
+/* ---- auto-creation (Metadata, Produce) ---- */
+
+/*
+ * A request waiting for the topics it auto-created, then run again from
+ * the start: it waits before doing anything, so nothing is done twice.
+ * malloc'd, owned by its builds until the last one ends.
+ */
+struct autocreate {
+	struct req *rq;
+	api_handler_fn *handler;
+	int pending; /* builds not ended yet */
+};
+
+/* reg_build.done: after the last of them, rq runs again (creating nothing more). */
+static void autocreate_done(void *waiter, int32_t slot, int err)
+{
+	struct autocreate *w = waiter;
+	struct req *rq = w->rq;
+
+	(void)slot;
+	(void)err; /* the re-run finds the topic missing: an error for it alone */
+	if (--w->pending)
+		return;
+	free(w);
+	rq->autocreated = true;
+	req_reset_out(rq);
+	req_finish(rq, api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out));
+}
+
+bool autocreate_wanted(struct req *rq, struct kstr name)
+{
+	const struct broker *b = rq->b;
+
+	return b->cfg.auto_create_topics_enable && topic_name_valid(name) && !topic_name_internal(name) &&
+	       !registry_find(b->reg, name);
+}
+
+void autocreate_begin(struct req *rq, struct kstr name, struct autocreate **w)
 {
 	struct broker *b = rq->b;
 	struct reg_build *build;
 	struct topic_cfg tc;
 	int err;
 
-	*out = registry_find(b->reg, name);
+	if (rq->autocreated || !autocreate_wanted(rq, name))
+		return;
+	err = topic_cfg_init(&tc, &b->cfg);
+	if (!err)
+		err = creator_create(b->creator, name, b->cfg.num_partitions, &tc, &build);
+	topic_cfg_release(&tc);
+	if (err) {
+		log_error("auto-creating topic '%.*s' failed: %s", name.len, name.p, strerror(-err));
+		return;
+	}
+	if (!w)
+		return; /* nobody waits for it */
+	if (!*w && !(*w = calloc(1, sizeof(**w))))
+		abort(); /* as req_alloc: the build is queued and must be waited for */
+	(*w)->rq = rq;
+	(*w)->pending++;
+	build->done = autocreate_done;
+	build->waiter = *w;
+}
+
+/*
+ * Looks a requested topic up, beginning its creation when auto-creation
+ * is allowed: metadata_topic() then answers LEADER_NOT_AVAILABLE for it
+ * until it is made, as Kafka does, and the client asks again.
+ */
+static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mreq, struct kstr name, struct topic **out)
+{
+	if (mreq->AllowAutoTopicCreation)
+		autocreate_begin(rq, name, NULL);
+	*out = registry_find(rq->b->reg, name);
 	if (*out)
 		return KERR_NONE;
 	if (!topic_name_valid(name))
 		return KERR_INVALID_TOPIC_EXCEPTION;
-	if (!b->cfg.auto_create_topics_enable || !mreq->AllowAutoTopicCreation || topic_name_internal(name))
-		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	topic_cfg_init(&tc, &b->cfg);
-	err = creator_create(b->creator, name, b->cfg.num_partitions, &tc, &build);
-	topic_cfg_release(&tc);
-	*out = err ? NULL : build->t;
-	if (!err)
-		return KERR_NONE; /* metadata_topic(): LEADER_NOT_AVAILABLE until its files are made */
-	log_error("auto-creating topic '%.*s' failed: %s", name.len, name.p, strerror(-err));
-	return KERR_KAFKA_STORAGE_ERROR;
+	if (mreq->AllowAutoTopicCreation && autocreate_wanted(rq, name))
+		return KERR_KAFKA_STORAGE_ERROR; /* its creation failed (logged) */
+	return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 }
 
 static void metadata_topics(struct req *rq, const struct MetadataRequest *mreq, struct MetadataResponse *resp)

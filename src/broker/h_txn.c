@@ -186,14 +186,17 @@ void txns_stop(struct broker *b)
 	b->txns = NULL;
 }
 
+bool txns_coord_ready(struct broker *b)
+{
+	return txn_coord_attached(b->txns) || h_txn_attach(b, true) == 0;
+}
+
 /* The coordinator with __transaction_state open, for reading its state; NULL if it cannot be. */
 static struct txn_coord *h_txn_coord_read(struct req *rq)
 {
 	struct broker *b = rq->b;
 
-	if (!txn_coord_attached(b->txns) && h_txn_attach(b, true) < 0)
-		return NULL;
-	return txn_coord_attached(b->txns) ? b->txns : NULL;
+	return txns_coord_ready(b) && txn_coord_attached(b->txns) ? b->txns : NULL;
 }
 
 /*

@@ -984,7 +984,7 @@ static int build_part(struct reg_build *b, const char *dir, int32_t p)
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	err = epochs_create(dir, 0); /* part_open() would write it with two fsyncs */
-	if (!err) /* no sync either: the directory exists and its epoch 0 is there */
+	if (!err)                    /* no sync either: the directory exists and its epoch 0 is there */
 		err = part_open(dir, &b->pc, INT64_MAX, 0, &b->parts[p - b->from]);
 	if (!err && p > 0)
 		err = write_partition_metadata(dir, &b->t->id, false);
