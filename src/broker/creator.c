@@ -32,6 +32,7 @@ struct creator {
 	struct build_list finished; /* (mu) rounds done, not yet ended */
 	bool kick;                  /* (mu) queued has builds the worker was not told of */
 	bool stop;                  /* (mu) */
+	bool added;                 /* (loop thread) creator_add since the last creator_kick */
 };
 
 static void build_list_append(struct build_list *l, struct build_list *more)
@@ -107,6 +108,7 @@ void creator_add(struct creator *c, struct reg_build *b)
 	pthread_mutex_lock(&c->mu);
 	build_list_append(&c->queued, &one);
 	pthread_mutex_unlock(&c->mu);
+	c->added = true;
 }
 
 int creator_create(struct creator *c, struct kstr name, int32_t nparts, const struct topic_cfg *tcfg,
@@ -130,6 +132,9 @@ int creator_grow(struct creator *c, struct topic *t, int32_t total, struct reg_b
 
 void creator_kick(struct creator *c)
 {
+	if (!c->added)
+		return; /* most loop passes: no lock taken */
+	c->added = false;
 	pthread_mutex_lock(&c->mu);
 	if (c->queued.head && !c->kick) {
 		c->kick = true;

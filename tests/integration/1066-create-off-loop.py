@@ -16,7 +16,11 @@ as the test likes, with every file made.  Meanwhile:
      topic is made all the same once the round can finish);
   5. FindCoordinator of a first group answers COORDINATOR_NOT_AVAILABLE
      while __consumer_offsets is being made (clients retry it), where it
-     used to make the 50 partitions on the event loop first.
+     used to make the 50 partitions on the event loop first;
+  6. two CreatePartitions of the existing topic to 3, pipelined on one
+     connection: Metadata still lists 1 partition while they wait; once
+     the round is done the first succeeds and the second answers
+     INVALID_PARTITIONS (the count it asks for is already being made).
 Then the hold is released: the CreateTopics succeeds, every topic is listed
 whole, the timed-out one exists, and a consumer group works.
 Runtime ~15 s.
@@ -35,7 +39,7 @@ from syncshim import SyncShim  # noqa: E402
 from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-NONE, LEADER_NOT_AVAILABLE, REQUEST_TIMED_OUT = 0, 5, 7
+NONE, LEADER_NOT_AVAILABLE, REQUEST_TIMED_OUT, INVALID_PARTITIONS = 0, 5, 7, 37
 COORDINATOR_NOT_AVAILABLE, TOPIC_ALREADY_EXISTS = 15, 36
 BIG = ["big-%d" % i for i in range(10)]
 
@@ -53,6 +57,20 @@ def delete_raw(b, name):
     r = kw.call(b.port, 20, 1, kw.array([name], kw.string) + kw.i32(5000))
     r.i32()
     return dict(r.array(lambda r: (r.string(), r.i16())))[name]
+
+
+def send_grow(sock, corr, topic, count):
+    """CreatePartitions v0 sent without waiting for the answer."""
+    body = kw.array([topic], lambda t: kw.string(t) + kw.i32(count) + kw.i32(-1)) + kw.i32(60000) + kw.i8(0)
+    sock.sendall(kw.request(37, 0, corr, body))
+
+
+def recv_grow(sock):
+    """-> (correlation id, error code of the one topic)"""
+    corr, body = kw.recv_response(sock)
+    r = kw.Reader(body)
+    r.i32()
+    return corr, r.array(lambda r: (r.string(), r.i16(), r.string()))[0][1]
 
 
 def find_coordinator(b, group):
@@ -113,8 +131,17 @@ def test():
         eq(create_raw(b, "late", 2, 300), REQUEST_TIMED_OUT, "CreateTopics timing out in a held round")
         log("5. FindCoordinator of the first group")
         eq(find_coordinator(b, "g-1066"), COORDINATOR_NOT_AVAILABLE, "FindCoordinator while __consumer_offsets is made")
+        log("6. two CreatePartitions pipelined on one connection")
+        gs = kw.connect(b.port, timeout_s=120)
+        send_grow(gs, 1, "busy", 3)
+        send_grow(gs, 2, "busy", 3)
+        eq(len(metadata(b, ["busy"])["busy"][1]), 1, "partitions of busy while they are added")
         check("done_at" not in result, "the round was still held")
         shim.release_syncfs()
+        eq(recv_grow(gs), (1, NONE), "first CreatePartitions")
+        eq(recv_grow(gs), (2, INVALID_PARTITIONS), "second CreatePartitions to the same count")
+        gs.close()
+        eq(len(metadata(b, ["busy"])["busy"][1]), 3, "partitions of busy once made")
         t.join(120)
         check(result.get("ok"), "CreateTopics succeeded: %r" % result.get("error"))
         check(acked_at < result["done_at"], "produce acks before the CreateTopics answer")
