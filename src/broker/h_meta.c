@@ -136,14 +136,12 @@ void autocreate_begin(struct req *rq, struct kstr name, struct autocreate **w)
 }
 
 /*
- * Looks a requested topic up, beginning its creation when auto-creation
- * is allowed: metadata_topic() then answers LEADER_NOT_AVAILABLE for it
- * until it is made, as Kafka does, and the client asks again.
+ * Looks a requested topic up; h_metadata() had the missing ones made
+ * first, if allowed.  A topic still being made (asked for by another
+ * request) answers LEADER_NOT_AVAILABLE in metadata_topic(), as Kafka does.
  */
 static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mreq, struct kstr name, struct topic **out)
 {
-	if (mreq->AllowAutoTopicCreation)
-		autocreate_begin(rq, name, NULL);
 	*out = registry_find(rq->b->reg, name);
 	if (*out)
 		return KERR_NONE;
@@ -171,8 +169,6 @@ static void metadata_topics(struct req *rq, const struct MetadataRequest *mreq, 
 		if (!all) {
 			mt->Name = mreq->Topics.v[i].Name;
 			mt->ErrorCode = metadata_lookup(rq, mreq, mt->Name, &t);
-			/* a topic created just now may have moved the sorted array */
-			topics = registry_topics(rq->b->reg, &ntopics);
 		}
 		if (t)
 			metadata_topic(rq, t, mt);
@@ -184,6 +180,12 @@ int h_metadata(struct req *rq, const void *in, void *out)
 	const struct MetadataRequest *mreq = in;
 	struct MetadataResponse *resp = out;
 	struct broker *b = rq->b;
+	struct autocreate *w = NULL;
+
+	for (int32_t i = 0; mreq->AllowAutoTopicCreation && i < mreq->Topics.n; i++)
+		autocreate_begin(rq, mreq->Topics.v[i].Name, &w);
+	if (w)
+		return H_PARKED; /* run again once they are made, off the loop: answered with them */
 
 	resp->Brokers.n = 1;
 	resp->Brokers.v = req_alloc(rq, 1, sizeof(*resp->Brokers.v));

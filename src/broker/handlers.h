@@ -85,15 +85,16 @@ int h_write_txn_markers(struct req *rq, const void *in, void *out);
 /* h_idem.c: a new producer id from the broker's allocator (transactional ids too).  0 or -errno. */
 int idem_next_producer_id(struct broker *b, int64_t *id);
 /*
- * h_meta.c: auto-creation (off the event loop: broker/creator.h).
- * Metadata begins it and answers LEADER_NOT_AVAILABLE for the topic until
- * it is made, as Kafka does (autocreate_begin with w NULL).  Produce, which
- * Kafka never auto-creates for, calls autocreate_begin() for each topic it
- * names before doing anything; if one was begun (*w set) it returns
+ * h_meta.c: auto-creation (off the event loop: broker/creator.h) for
+ * Metadata and Produce.  A handler calls autocreate_begin() for each topic
+ * it names before doing anything; if one was begun (*w set) it returns
  * H_PARKED, and runs again from the start (rq->autocreated set: creating
- * nothing more) once the topics are made, so a first produce to a new
- * topic is answered as before.  autocreate_wanted(): the topic is missing
- * and would be auto-created (auto.create.topics.enable, a valid,
+ * nothing more) once the topics are made, so the request that asked for a
+ * new topic is answered with it, as before (clients such as kafka-go give
+ * up on a LEADER_NOT_AVAILABLE there).  Other requests naming the topic
+ * meanwhile see it being made (LEADER_NOT_AVAILABLE).  With w NULL the
+ * creation is begun and nobody waits.  autocreate_wanted(): the topic is
+ * missing and would be auto-created (auto.create.topics.enable, a valid,
  * non-internal name).
  */
 struct autocreate;
