@@ -29,6 +29,7 @@
 #include "broker/registry.h"
 #include "broker/syncer.h"
 #include "coord/group.h"
+#include "coord/group_store.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -173,6 +174,16 @@ struct group_coord *groups_coord(struct broker *b)
 	if (!group_coord_attached(b->groups) && h_group_attach(b, true) < 0)
 		return NULL;
 	return group_coord_attached(b->groups) ? b->groups : NULL;
+}
+
+int32_t groups_partition_for(struct broker *b, struct kstr group)
+{
+	struct group_coord *gc = groups_coord(b); /* begins making the topic if needed */
+	struct topic *t = gc ? NULL : registry_find(b->reg, KSTR(GROUP_TOPIC));
+
+	if (gc)
+		return group_coord_partition(gc, group);
+	return t && t->creating && t->nparts_next > 0 ? group_store_partition_for(group, t->nparts_next) : -1;
 }
 
 static struct group_coord *h_group_coord(struct req *rq)

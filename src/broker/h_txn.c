@@ -442,11 +442,11 @@ int h_add_offsets_to_txn(struct req *rq, const void *in, void *out)
 	const struct AddOffsetsToTxnRequest *a = in;
 	struct AddOffsetsToTxnResponse *resp = out;
 	struct txn_coord *tc = h_txn_coord(rq);
-	struct group_coord *gc = groups_coord(rq->b);
 	struct txn_tp tp;
 	int16_t err;
 
-	if (!tc || !gc) {
+	tp.partition = tc && a->GroupId.p ? groups_partition_for(rq->b, a->GroupId) : -1;
+	if (!tc || (a->GroupId.p && tp.partition < 0)) {
 		resp->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
 		return H_REPLY;
 	}
@@ -455,7 +455,6 @@ int h_add_offsets_to_txn(struct req *rq, const void *in, void *out)
 		return H_REPLY;
 	}
 	tp.topic = TXN_GROUP_TOPIC;
-	tp.partition = group_coord_partition(gc, a->GroupId);
 	err = txn_add_partitions(tc, a->TransactionalId, a->ProducerId, a->ProducerEpoch, &tp, 1);
 	resp->ErrorCode = h_txn_kerr(rq, err, 2);
 	return h_txn_reply(rq, h_txn_add_offsets_fail);

@@ -106,6 +106,12 @@ void autocreate_begin(struct req *rq, struct kstr name, struct autocreate **w);
  */
 struct group_coord *groups_coord(struct broker *b);
 /*
+ * h_group.c: group's partition of __consumer_offsets, also while the topic
+ * is being made (AddOffsetsToTxn needs only the number, as in Kafka); -1 if
+ * there is none (the log dir failed, or the topic could not be begun).
+ */
+int32_t groups_partition_for(struct broker *b, struct kstr group);
+/*
  * h_txn.c: true once __transaction_state is open; else begins making it
  * (FindCoordinator of a transactional id answers COORDINATOR_NOT_AVAILABLE
  * until then, as Kafka does while it creates the topic).
