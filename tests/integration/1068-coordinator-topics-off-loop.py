@@ -10,7 +10,10 @@ round from finishing.  Meanwhile:
   2. a producer to an existing topic still gets its acknowledgements;
   3. a confluent_kafka consumer group and a transactional producer started
      now wait (they retry COORDINATOR_NOT_AVAILABLE), and once the hold is
-     released both work: the consumer reads what the transaction committed.
+     released both work: the consumer reads what the transaction committed;
+  4. a Metadata request for a missing topic auto-creates it and is answered
+     with it once it is made; another one, on another connection while the
+     round is held, answers LEADER_NOT_AVAILABLE for it at once.
 Runtime ~15 s.
 """
 import os
@@ -33,6 +36,17 @@ COORDINATOR_NOT_AVAILABLE = 15
 def find_coordinator(b, key, key_type):
     r = kw.call(b.port, 10, 1, kw.string(key) + kw.i8(key_type))
     r.i32()
+    return r.i16()
+
+
+def metadata_no_create(b, topic):
+    """Metadata v4 with allow_auto_topic_creation false -> the topic's error code."""
+    r = kw.call(b.port, 3, 4, kw.array([topic], kw.string) + kw.i8(0))
+    r.i32()
+    r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))
+    r.string()  # cluster id
+    r.i32()  # controller id
+    eq(r.i32(), 1, "topics in the Metadata v4 answer")
     return r.i16()
 
 
@@ -76,7 +90,17 @@ def test():
         c.subscribe(["data"])
         c.poll(0.5)
         check("ok" not in result, "the transaction waited for __transaction_state")
+        log("4. Metadata auto-creating a topic, and another one meanwhile")
+        ms = kw.connect(b.port, timeout_s=120)
+        ms.sendall(kw.request(3, 1, 1, kw.metadata_v1_body(["auto-1068"])))
+        # UNKNOWN_TOPIC_OR_PARTITION (3) until the first request was read, then LEADER_NOT_AVAILABLE
+        wait_until(lambda: metadata_no_create(b, "auto-1068") != 3, 30, "the first Metadata to be read")
+        eq(metadata_no_create(b, "auto-1068"), 5, "Metadata while auto-1068 is made")
         shim.release_syncfs()
+        corr, body = kw.recv_response(ms)
+        ms.close()
+        first = kw.parse_metadata_v1(body)["topics"]["auto-1068"]
+        eq((corr, first[0], len(first[1])), (1, 0, 1), "the auto-creating Metadata: (corr, error, partitions)")
         t.join(90)
         check(result.get("ok"), "transaction committed: %r" % result.get("error"))
         got = []
