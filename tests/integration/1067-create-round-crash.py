@@ -15,10 +15,16 @@ The broker runs with tests/lib/syncshim.so preloaded.
      dir is offline from then on (a produce to an existing topic answers
      KAFKA_STORAGE_ERROR), as after any failed sync; after a restart the
      topic is still absent and the broker works.
+  3. SIGTERM while a round waits in its syncfs (hold-syncfs) and another
+     CreateTopics is queued behind it: the shutdown finishes the round once
+     the hold is released and cancels the queued one; the broker exits 0,
+     and after a restart the first topic is there whole, the second not.
 Runtime ~20 s.
 """
 import os
+import signal
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
@@ -116,12 +122,46 @@ def failed_sync(shim):
         produce_one(b, "keep", 0)
 
 
+def metadata_no_create(b, topic):
+    """Metadata v4 with allow_auto_topic_creation false -> the topic's error code."""
+    r = kw.call(b.port, 3, 4, kw.array([topic], kw.string) + kw.i8(0))
+    r.i32()
+    r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))
+    r.string()  # cluster id
+    r.i32()  # controller id
+    eq(r.i32(), 1, "topics in the Metadata v4 answer")
+    return r.i16()
+
+
+def stop_mid_round(shim):
+    with Broker(env=shim.env(), overrides={"auto.create.topics.enable": "false"}) as b:
+        shim.hold_syncfs()
+        s1, s2 = kw.connect(b.port), kw.connect(b.port)
+        s1.sendall(kw.request(19, 1, 1, kw.create_topics_v1_body([("first", 4)], timeout_ms=60000)))
+        wait_until(lambda: any(n.startswith("first-0.") for n in os.listdir(b.data_dir)), 30, "first staged")
+        s2.sendall(kw.request(19, 1, 1, kw.create_topics_v1_body([("second", 4)], timeout_ms=60000)))
+        wait_until(lambda: metadata_no_create(b, "second") == 5, 30, "second queued")
+        b.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)  # the shutdown waits for the held round (nothing asserted on this)
+        shim.release_syncfs()
+        eq(b.stop(), 0, "exit status of a shutdown during a round")
+        s1.close()
+        s2.close()
+        b.start()
+        md = metadata(b, ["first", "second"])
+        eq((md["first"][0], len(md["first"][1])), (0, 4), "first after the restart")
+        eq(md["second"][0], UNKNOWN_TOPIC, "second (cancelled) after the restart")
+        eq(dirs_of(b, "second"), [], "directories of second")
+
+
 def test():
     log("1. crash between the commit points of a round")
     crash_mid_round(SyncShim(trace=os.path.join(os.environ.get("TMPDIR", "/tmp"), "gregor-1067-%d.trace"
                                                 % os.getpid())))
     log("2. a failed syncfs")
     failed_sync(SyncShim())
+    log("3. a shutdown during a round")
+    stop_mid_round(SyncShim())
 
 
 main(test)
