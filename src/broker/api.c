@@ -190,7 +190,6 @@ static void req_reject(struct req *rq, const char *why)
 static void req_run(struct req *rq, struct rd *r)
 {
 	const struct proto_api *pa = &proto_apis[rq->hdr.api_key];
-	int res;
 
 	rq->in = req_alloc(rq, 1, pa->req_size);
 	rq->out = req_alloc(rq, 1, pa->resp_size);
@@ -201,7 +200,11 @@ static void req_run(struct req *rq, struct rd *r)
 	pa->resp_init(rq->out);
 	log_debug(LOGC_PROTO, "proto", "%s: %s v%d corr %d", conn_peer(rq->c), pa->name, rq->hdr.api_version,
 		  rq->hdr.correlation_id);
-	res = api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out);
+	req_finish(rq, api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out));
+}
+
+void req_finish(struct req *rq, int res)
+{
 	switch (res) {
 	case H_REPLY:
 		req_reply(rq);

@@ -43,6 +43,7 @@ struct req {
 	uint64_t park_ticket;
 	int64_t park_deadline_ms;
 	void (*on_free)(struct req *rq); /* releases what a handler holds (file refs) */
+	bool autocreated;                /* re-run once the topics it auto-created were made: creates no more */
 	void *hold;                      /* handler-owned state for on_free */
 };
 
@@ -62,6 +63,8 @@ void req_reply(struct req *rq);
 void req_noreply(struct req *rq);
 /* Resets rq->out to the response defaults (for a handler re-run after parking). */
 void req_reset_out(struct req *rq);
+/* Replies, closes or leaves rq parked as a handler's result res (H_*) says (a handler re-run after parking). */
+void req_finish(struct req *rq, int res);
 /*
  * Zeroed memory from the request arena, freed with the request.  Sizes are
  * bounded by the request (decoded counts are checked against its bytes), so

@@ -15,6 +15,7 @@
 struct registry;
 struct syncer;
 struct cleaner;
+struct creator;
 struct req;
 struct group_coord;
 struct txn_coord;
@@ -26,6 +27,7 @@ struct broker {
 	struct registry *reg;
 	struct syncer *syncer;
 	struct cleaner *cleaner; /* NULL when log.cleaner.enable is false */
+	struct creator *creator; /* makes topics and partitions off the loop */
 	struct loop_io listen_io;
 	struct loop_timer accept_pause; /* listener not polled until it fires (fd limit) */
 	bool accept_paused;             /* since the last successful accept */

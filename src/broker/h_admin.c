@@ -12,6 +12,14 @@
  *     any broker but this one are refused;
  *   - -1 partitions / replication factor means the broker default
  *     (num.partitions, default.replication.factor).
+ * CreateTopics and CreatePartitions are answered once the round of the
+ * worker thread that made their files durable is done (broker/creator.h),
+ * or at the request's timeout (REQUEST_TIMED_OUT for the entries still
+ * being made, which are made all the same); a timeout of 0 or less waits
+ * for the round however long it takes (Kafka answers at once then, but a
+ * client would find the topic not there yet).  While a topic is made,
+ * CreateTopics of it answers TOPIC_ALREADY_EXISTS, and DeleteTopics and
+ * CreatePartitions of it LEADER_NOT_AVAILABLE (retriable).
  * One deliberate difference: Kafka lets DeleteTopics remove __consumer_offsets
  * and __transaction_state and CreatePartitions grow them; here the
  * coordinators use those partitions and map each group or transactional id
@@ -29,9 +37,11 @@
 #include "broker/broker.h"
 #include "broker/registry.h"
 #include "broker/cleaner.h"
+#include "broker/creator.h"
 #include "broker/syncer.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 static int admin_kstr_cmp(const void *a, const void *b)
@@ -103,6 +113,93 @@ static struct topic *admin_topic(struct req *rq, struct kstr name, int16_t *err,
 static bool admin_replicas_ok(struct req *rq, const struct int32_array *ids)
 {
 	return ids->n == 1 && ids->v[0] == rq->b->node_id;
+}
+
+/* ---- waiting for the worker thread (CreateTopics, CreatePartitions) ---- */
+
+/*
+ * A request waiting for its builds; malloc'd, as it outlives a request
+ * answered at its timeout.
+ */
+struct admin_wait {
+	struct req *rq; /* NULL once answered */
+	int pending;    /* builds not ended yet */
+};
+
+/* The ErrorCode and ErrorMessage of entry i of rq's response. */
+static void admin_entry(struct req *rq, int32_t i, int16_t **code, struct kstr **msg)
+{
+	if (rq->hdr.api_key == API_CreateTopics) {
+		struct CreateTopicsResponseTopic *r = &((struct CreateTopicsResponse *)rq->out)->Topics.v[i];
+
+		*code = &r->ErrorCode;
+		*msg = &r->ErrorMessage;
+	} else {
+		struct CreatePartitionsResponseResult *r = &((struct CreatePartitionsResponse *)rq->out)->Results.v[i];
+
+		*code = &r->ErrorCode;
+		*msg = &r->ErrorMessage;
+	}
+}
+
+/* reg_build.done: entry slot is made (err 0) or not; the request is answered after its last one. */
+static void admin_build_done(void *waiter, int32_t slot, int err)
+{
+	struct admin_wait *w = waiter;
+	struct req *rq = w->rq;
+	int16_t *code;
+	struct kstr *msg;
+
+	if (rq) {
+		admin_entry(rq, slot, &code, &msg);
+		*code = err ? KERR_UNKNOWN_SERVER_ERROR : KERR_NONE;
+		*msg = err ? req_printf(rq, "Cannot make the partitions' files: %s", strerror(-err)) : KSTR_NULL;
+	}
+	if (--w->pending)
+		return;
+	if (rq && loop_timer_armed(&rq->timer))
+		loop_timer_cancel(rq->b->loop, &rq->timer);
+	if (rq)
+		req_reply(rq);
+	free(w);
+}
+
+/* Entry slot of rq waits for build b (OUT: *w, allocated by the first one). */
+static int16_t admin_wait_for(struct req *rq, struct admin_wait **w, struct reg_build *b, int32_t slot,
+			      struct kstr *msg)
+{
+	if (!*w && !(*w = calloc(1, sizeof(**w))))
+		abort(); /* as req_alloc: the build is queued and must be waited for */
+	(*w)->rq = rq;
+	(*w)->pending++;
+	b->done = admin_build_done;
+	b->waiter = *w;
+	b->slot = slot;
+	*msg = req_printf(rq, "Timed out while the partitions' files were made; they will be.");
+	return KERR_REQUEST_TIMED_OUT; /* what the entry says if the timeout comes first */
+}
+
+/* rq's timeout passed before its builds ended: answered now, they go on. */
+static void admin_timeout(struct loop_timer *timer)
+{
+	struct req *rq = (struct req *)((char *)timer - offsetof(struct req, timer));
+	struct admin_wait *w = rq->hold;
+
+	w->rq = NULL;
+	req_reply(rq);
+}
+
+/* H_REPLY if nothing is being made for rq (w NULL), else parks it until its builds end or timeout_ms. */
+static int admin_park(struct req *rq, struct admin_wait *w, int32_t timeout_ms)
+{
+	if (!w)
+		return H_REPLY;
+	rq->hold = w;
+	if (timeout_ms > 0) {
+		rq->timer.fn = admin_timeout;
+		loop_timer_set(rq->b->loop, &rq->timer, clock_mono_ms() + timeout_ms);
+	}
+	return H_PARKED;
 }
 
 /* ---- CreateTopics ---- */
@@ -196,12 +293,13 @@ static int16_t create_configs(struct req *rq, const struct CreateTopicsRequestTo
 	return KERR_NONE;
 }
 
-/* Checks one topic completely, then creates it unless validate_only. */
-static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic *in, bool validate_only,
-			  struct kstr *msg)
+/* Checks one topic (entry slot) completely, then begins creating it unless validate_only. */
+static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic *in, bool validate_only, int32_t slot,
+			  struct admin_wait **w, struct kstr *msg)
 {
 	const char *name = req_cstr(rq, in->Name);
 	struct topic_cfg tcfg;
+	struct reg_build *b;
 	struct topic *t;
 	int32_t nparts = 0;
 	int16_t err;
@@ -231,11 +329,13 @@ static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic 
 	}
 	err = create_configs(rq, in, &tcfg, msg);
 	if (!err && !validate_only) {
-		rc = registry_create(rq->b->reg, in->Name, nparts, &tcfg, &t);
+		rc = creator_create(rq->b->creator, in->Name, nparts, &tcfg, &b);
 		if (rc < 0) {
 			log_error("cannot create topic '%s': %s", name, strerror(-rc));
 			*msg = req_printf(rq, "Cannot create topic '%s': %s", name, strerror(-rc));
 			err = rc == -EEXIST ? KERR_TOPIC_ALREADY_EXISTS : KERR_UNKNOWN_SERVER_ERROR;
+		} else {
+			err = admin_wait_for(rq, w, b, slot, msg);
 		}
 	}
 	topic_cfg_release(&tcfg);
@@ -247,6 +347,7 @@ int h_create_topics(struct req *rq, const void *vin, void *vout)
 	const struct CreateTopicsRequest *in = vin;
 	struct CreateTopicsResponse *out = vout;
 	int32_t n = in->Topics.n > 0 ? in->Topics.n : 0;
+	struct admin_wait *w = NULL;
 	bool *dup;
 
 	_Static_assert(offsetof(struct CreateTopicsRequestTopic, Name) == 0, "admin_dups needs Name first");
@@ -264,9 +365,9 @@ int h_create_topics(struct req *rq, const void *vin, void *vout)
 			r->ErrorMessage = req_printf(rq, "Found multiple entries for this topic.");
 			continue;
 		}
-		r->ErrorCode = create_one(rq, &in->Topics.v[i], in->validateOnly, &r->ErrorMessage);
+		r->ErrorCode = create_one(rq, &in->Topics.v[i], in->validateOnly, i, &w, &r->ErrorMessage);
 	}
-	return H_REPLY;
+	return admin_park(rq, w, in->timeoutMs);
 }
 
 /* ---- DeleteTopics ---- */
@@ -284,6 +385,8 @@ static int16_t delete_one(struct req *rq, struct kstr name)
 		return err;
 	if (t->internal)
 		return KERR_INVALID_TOPIC_EXCEPTION;
+	if (t->builds)
+		return KERR_LEADER_NOT_AVAILABLE; /* its files are being made (retriable) */
 	for (int32_t p = 0; p < t->nparts; p++)
 		if (t->parts[p]) {
 			syncer_forget(rq->b->syncer, t->parts[p]);
@@ -318,8 +421,12 @@ int h_delete_topics(struct req *rq, const void *vin, void *vout)
 static int16_t partitions_check(struct req *rq, const struct CreatePartitionsRequestTopic *in, const struct topic *t,
 				struct kstr *msg)
 {
-	int32_t adding = in->Count - t->nparts;
+	int32_t adding = in->Count - t->nparts_next;
 
+	if (t->creating) {
+		*msg = req_printf(rq, "Topic %s is being created.", t->name);
+		return KERR_LEADER_NOT_AVAILABLE;
+	}
 	if (t->internal) {
 		*msg = req_printf(rq,
 				  "Cannot change the partition count of internal topic %s: its coordinator maps "
@@ -327,13 +434,13 @@ static int16_t partitions_check(struct req *rq, const struct CreatePartitionsReq
 				  t->name, t->nparts);
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	}
-	if (in->Count < t->nparts) {
+	if (in->Count < t->nparts_next) {
 		*msg = req_printf(rq, "The topic %s currently has %d partition(s); %d would not be an increase.",
-				  t->name, t->nparts, in->Count);
+				  t->name, t->nparts_next, in->Count);
 		return KERR_INVALID_PARTITIONS;
 	}
-	if (in->Count == t->nparts) {
-		*msg = req_printf(rq, "Topic already has %d partition(s).", t->nparts);
+	if (in->Count == t->nparts_next) {
+		*msg = req_printf(rq, "Topic already has %d partition(s).", t->nparts_next);
 		return KERR_INVALID_PARTITIONS;
 	}
 	if (in->Assignments.n < 0)
@@ -348,7 +455,7 @@ static int16_t partitions_check(struct req *rq, const struct CreatePartitionsReq
 	for (int32_t i = 0; i < adding; i++) {
 		if (!admin_replicas_ok(rq, &in->Assignments.v[i].BrokerIds)) {
 			*msg = req_printf(rq, "Partition %d may only be assigned to broker %d (this single node).",
-					  t->nparts + i, rq->b->node_id);
+					  t->nparts_next + i, rq->b->node_id);
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
 	}
@@ -356,10 +463,11 @@ static int16_t partitions_check(struct req *rq, const struct CreatePartitionsReq
 }
 
 static int16_t partitions_one(struct req *rq, const struct CreatePartitionsRequestTopic *in, bool validate_only,
-			      struct kstr *msg)
+			      int32_t slot, struct admin_wait **w, struct kstr *msg)
 {
 	int16_t err = KERR_NONE;
 	struct topic *t = admin_topic(rq, in->Name, &err, msg);
+	struct reg_build *b;
 	int rc;
 
 	if (!t)
@@ -367,13 +475,13 @@ static int16_t partitions_one(struct req *rq, const struct CreatePartitionsReque
 	err = partitions_check(rq, in, t, msg);
 	if (err || validate_only)
 		return err;
-	rc = registry_add_partitions(rq->b->reg, t, in->Count);
+	rc = creator_grow(rq->b->creator, t, in->Count, &b);
 	if (rc < 0) {
 		log_error("cannot add partitions to '%s': %s", t->name, strerror(-rc));
 		*msg = req_printf(rq, "Cannot add partitions: %s (topic now has %d)", strerror(-rc), t->nparts);
 		return KERR_UNKNOWN_SERVER_ERROR;
 	}
-	return KERR_NONE;
+	return admin_wait_for(rq, w, b, slot, msg);
 }
 
 int h_create_partitions(struct req *rq, const void *vin, void *vout)
@@ -381,6 +489,7 @@ int h_create_partitions(struct req *rq, const void *vin, void *vout)
 	const struct CreatePartitionsRequest *in = vin;
 	struct CreatePartitionsResponse *out = vout;
 	int32_t n = in->Topics.n > 0 ? in->Topics.n : 0;
+	struct admin_wait *w = NULL;
 	bool *dup;
 
 	_Static_assert(offsetof(struct CreatePartitionsRequestTopic, Name) == 0, "admin_dups needs Name first");
@@ -397,9 +506,9 @@ int h_create_partitions(struct req *rq, const void *vin, void *vout)
 			r->ErrorMessage = req_printf(rq, "Duplicate topic in request.");
 			continue;
 		}
-		r->ErrorCode = partitions_one(rq, &in->Topics.v[i], in->ValidateOnly, &r->ErrorMessage);
+		r->ErrorCode = partitions_one(rq, &in->Topics.v[i], in->ValidateOnly, i, &w, &r->ErrorMessage);
 	}
-	return H_REPLY;
+	return admin_park(rq, w, in->TimeoutMs);
 }
 
 /* ---- DeleteRecords ---- */

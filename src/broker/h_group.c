@@ -17,16 +17,19 @@
  * answered after its append, and under the durable flush policy (see
  * broker/park.h) only once the fsync round covering it is done.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "broker/broker.h"
+#include "broker/creator.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/registry.h"
 #include "broker/syncer.h"
 #include "coord/group.h"
+#include "coord/group_store.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -100,10 +103,16 @@ static struct part *h_group_offsets_part(void *arg, int32_t partition)
 	return t ? registry_part(t, partition) : NULL;
 }
 
-/* Opens __consumer_offsets (creating it when create) and loads the groups. */
+/*
+ * Opens __consumer_offsets and loads the groups.  -EAGAIN while the topic
+ * is being made (begun here when create, off the event loop: creator.h):
+ * the coordinator answers COORDINATOR_NOT_AVAILABLE meanwhile, which
+ * clients retry after looking the coordinator up again.
+ */
 static int h_group_attach(struct broker *b, bool create)
 {
 	struct topic *t = registry_find(b->reg, KSTR(GROUP_TOPIC));
+	struct reg_build *build;
 	struct topic_cfg tc;
 	char segment[24], err_msg[256];
 	int err = 0;
@@ -120,14 +129,18 @@ static int h_group_attach(struct broker *b, bool create)
 		if (!err)
 			err = topic_cfg_set(&tc, "retention.ms", "-1", err_msg, sizeof(err_msg));
 		if (!err)
-			err = registry_create(b->reg, KSTR(GROUP_TOPIC), b->cfg.offsets_topic_num_partitions, &tc, &t);
+			err = creator_create(b->creator, KSTR(GROUP_TOPIC), b->cfg.offsets_topic_num_partitions, &tc,
+					     &build);
 		topic_cfg_release(&tc);
 		if (err) {
 			log_error("cannot create %s: %s", GROUP_TOPIC, strerror(-err));
 			return err;
 		}
-		log_info("created %s with %d partitions", GROUP_TOPIC, t->nparts);
+		log_info("creating %s with %d partitions", GROUP_TOPIC, b->cfg.offsets_topic_num_partitions);
+		return -EAGAIN;
 	}
+	if (t->creating)
+		return -EAGAIN;
 	return group_coord_attach(b->groups, &(struct coord_topic){ h_group_offsets_part, b, t->nparts });
 }
 
@@ -163,6 +176,16 @@ struct group_coord *groups_coord(struct broker *b)
 	return group_coord_attached(b->groups) ? b->groups : NULL;
 }
 
+int32_t groups_partition_for(struct broker *b, struct kstr group)
+{
+	struct group_coord *gc = groups_coord(b); /* begins making the topic if needed */
+	struct topic *t = gc ? NULL : registry_find(b->reg, KSTR(GROUP_TOPIC));
+
+	if (gc)
+		return group_coord_partition(gc, group);
+	return t && t->creating && t->nparts_next > 0 ? group_store_partition_for(group, t->nparts_next) : -1;
+}
+
 static struct group_coord *h_group_coord(struct req *rq)
 {
 	return groups_coord(rq->b);
@@ -178,6 +201,8 @@ static int16_t h_group_find_one(struct req *rq, struct kstr key, int8_t key_type
 		return KERR_INVALID_REQUEST;
 	if (key_type == 0 && !h_group_coord(rq))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
+	if (key_type == 1 && !txns_coord_ready(rq->b))
+		return KERR_COORDINATOR_NOT_AVAILABLE; /* __transaction_state being made */
 	return KERR_NONE;
 }
 

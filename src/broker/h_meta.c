@@ -2,9 +2,11 @@
  * h_meta.c - ApiVersions and Metadata: what this broker speaks, and where
  * every topic's partitions live (on a single node: here).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/creator.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
 #include "proto/kerr.h"
@@ -44,6 +46,10 @@ static void metadata_topic(struct req *rq, struct topic *t, struct MetadataRespo
 
 	mt->Name = kstr_c(t->name);
 	mt->IsInternal = t->internal;
+	if (t->creating) { /* as Kafka while a topic is made: no partitions yet, ask again */
+		mt->ErrorCode = KERR_LEADER_NOT_AVAILABLE;
+		return;
+	}
 	mt->Partitions.n = t->nparts;
 	mt->Partitions.v = req_alloc(rq, (size_t)t->nparts, sizeof(*mt->Partitions.v));
 	for (int32_t p = 0; p < t->nparts; p++) {
@@ -65,27 +71,85 @@ static void metadata_topic(struct req *rq, struct topic *t, struct MetadataRespo
 	}
 }
 
-/* Looks a requested topic up, creating it when auto-creation is allowed. */
-static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mreq, struct kstr name, struct topic **out)
+/* ---- auto-creation (Metadata, Produce) ---- */
+
+/*
+ * A request waiting for the topics it auto-created, then run again from
+ * the start: it waits before doing anything, so nothing is done twice.
+ * malloc'd, owned by its builds until the last one ends.
+ */
+struct autocreate {
+	struct req *rq;
+	api_handler_fn *handler;
+	int pending; /* builds not ended yet */
+};
+
+/* reg_build.done: after the last of them, rq runs again (creating nothing more). */
+static void autocreate_done(void *waiter, int32_t slot, int err)
+{
+	struct autocreate *w = waiter;
+	struct req *rq = w->rq;
+
+	(void)slot;
+	(void)err; /* the re-run finds the topic missing: an error for it alone */
+	if (--w->pending)
+		return;
+	free(w);
+	rq->autocreated = true;
+	req_reset_out(rq);
+	req_finish(rq, api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out));
+}
+
+bool autocreate_wanted(struct req *rq, struct kstr name)
+{
+	const struct broker *b = rq->b;
+
+	return b->cfg.auto_create_topics_enable && topic_name_valid(name) && !topic_name_internal(name) &&
+	       !registry_find(b->reg, name);
+}
+
+void autocreate_begin(struct req *rq, struct kstr name, struct autocreate **w)
 {
 	struct broker *b = rq->b;
+	struct reg_build *build;
 	struct topic_cfg tc;
 	int err;
 
-	*out = registry_find(b->reg, name);
+	if (rq->autocreated || !autocreate_wanted(rq, name))
+		return;
+	err = topic_cfg_init(&tc, &b->cfg);
+	if (!err)
+		err = creator_create(b->creator, name, b->cfg.num_partitions, &tc, &build);
+	topic_cfg_release(&tc);
+	if (err) {
+		log_error("auto-creating topic '%.*s' failed: %s", name.len, name.p, strerror(-err));
+		return;
+	}
+	if (!w)
+		return; /* nobody waits for it */
+	if (!*w && !(*w = calloc(1, sizeof(**w))))
+		abort(); /* as req_alloc: the build is queued and must be waited for */
+	(*w)->rq = rq;
+	(*w)->pending++;
+	build->done = autocreate_done;
+	build->waiter = *w;
+}
+
+/*
+ * Looks a requested topic up; h_metadata() had the missing ones made
+ * first, if allowed.  A topic still being made (asked for by another
+ * request) answers LEADER_NOT_AVAILABLE in metadata_topic(), as Kafka does.
+ */
+static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mreq, struct kstr name, struct topic **out)
+{
+	*out = registry_find(rq->b->reg, name);
 	if (*out)
 		return KERR_NONE;
 	if (!topic_name_valid(name))
 		return KERR_INVALID_TOPIC_EXCEPTION;
-	if (!b->cfg.auto_create_topics_enable || !mreq->AllowAutoTopicCreation || topic_name_internal(name))
-		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	topic_cfg_init(&tc, &b->cfg);
-	err = registry_create(b->reg, name, b->cfg.num_partitions, &tc, out);
-	topic_cfg_release(&tc);
-	if (!err)
-		return KERR_NONE; /* created and led here at once: usable right away */
-	log_error("auto-creating topic '%.*s' failed: %s", name.len, name.p, strerror(-err));
-	return KERR_KAFKA_STORAGE_ERROR;
+	if (mreq->AllowAutoTopicCreation && autocreate_wanted(rq, name))
+		return KERR_KAFKA_STORAGE_ERROR; /* its creation failed (logged) */
+	return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 }
 
 static void metadata_topics(struct req *rq, const struct MetadataRequest *mreq, struct MetadataResponse *resp)
@@ -105,8 +169,6 @@ static void metadata_topics(struct req *rq, const struct MetadataRequest *mreq, 
 		if (!all) {
 			mt->Name = mreq->Topics.v[i].Name;
 			mt->ErrorCode = metadata_lookup(rq, mreq, mt->Name, &t);
-			/* a topic created just now may have moved the sorted array */
-			topics = registry_topics(rq->b->reg, &ntopics);
 		}
 		if (t)
 			metadata_topic(rq, t, mt);
@@ -118,6 +180,12 @@ int h_metadata(struct req *rq, const void *in, void *out)
 	const struct MetadataRequest *mreq = in;
 	struct MetadataResponse *resp = out;
 	struct broker *b = rq->b;
+	struct autocreate *w = NULL;
+
+	for (int32_t i = 0; mreq->AllowAutoTopicCreation && i < mreq->Topics.n; i++)
+		autocreate_begin(rq, mreq->Topics.v[i].Name, &w);
+	if (w)
+		return H_PARKED; /* run again once they are made, off the loop: answered with them */
 
 	resp->Brokers.n = 1;
 	resp->Brokers.v = req_alloc(rq, 1, sizeof(*resp->Brokers.v));

@@ -109,7 +109,6 @@ static int produce_recompress(struct req *rq, const struct topic *t, struct krec
 static struct topic *produce_topic(struct broker *b, struct kstr name, int16_t *kerr)
 {
 	struct topic *t = registry_find(b->reg, name);
-	struct topic_cfg tc;
 
 	*kerr = KERR_NONE;
 	if (topic_name_internal(name)) {
@@ -122,16 +121,8 @@ static struct topic *produce_topic(struct broker *b, struct kstr name, int16_t *
 		*kerr = KERR_INVALID_TOPIC_EXCEPTION;
 		return NULL;
 	}
-	*kerr = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	if (!b->cfg.auto_create_topics_enable)
-		return NULL;
-	topic_cfg_init(&tc, &b->cfg);
-	if (registry_create(b->reg, name, b->cfg.num_partitions, &tc, &t) < 0)
-		t = NULL;
-	topic_cfg_release(&tc);
-	if (t)
-		*kerr = KERR_NONE;
-	return t;
+	*kerr = KERR_UNKNOWN_TOPIC_OR_PARTITION; /* or its auto-creation failed (h_produce: made before) */
+	return NULL;
 }
 
 /* Rate-limited warning for producer-state rejections (client-triggered). */
@@ -378,7 +369,13 @@ int h_produce(struct req *rq, const void *in, void *out)
 {
 	const struct ProduceRequest *preq = in;
 	struct ProduceResponse *resp = out;
+	struct autocreate *w = NULL;
 	uint64_t ticket = 0;
+
+	for (int32_t i = 0; i < preq->TopicData.n; i++)
+		autocreate_begin(rq, preq->TopicData.v[i].Name, &w);
+	if (w)
+		return H_PARKED; /* run again once they are made (off the loop) */
 
 	resp->Responses.n = preq->TopicData.n > 0 ? preq->TopicData.n : 0;
 	resp->Responses.v = req_alloc(rq, (size_t)resp->Responses.n, sizeof(*resp->Responses.v));

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/creator.h"
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
@@ -123,10 +124,15 @@ int16_t txns_verify_produce(struct broker *b, struct kstr txn_id, int64_t produc
 	}
 }
 
-/* Opens __transaction_state (creating it when create) and loads it. */
+/*
+ * Opens __transaction_state and loads it.  -EAGAIN while the topic is being
+ * made (begun here when create, off the event loop: creator.h): the
+ * coordinator answers COORDINATOR_NOT_AVAILABLE meanwhile (retriable).
+ */
 static int h_txn_attach(struct broker *b, bool create)
 {
 	struct topic *t = registry_find(b->reg, KSTR(TXN_STORE_TOPIC));
+	struct reg_build *build;
 	struct topic_cfg tc;
 	char segment[24], msg[256];
 	int err = 0;
@@ -143,15 +149,19 @@ static int h_txn_attach(struct broker *b, bool create)
 		if (!err)
 			err = topic_cfg_set(&tc, "retention.ms", "-1", msg, sizeof(msg));
 		if (!err)
-			err = registry_create(b->reg, KSTR(TXN_STORE_TOPIC),
-					      b->cfg.transaction_state_log_num_partitions, &tc, &t);
+			err = creator_create(b->creator, KSTR(TXN_STORE_TOPIC),
+					     b->cfg.transaction_state_log_num_partitions, &tc, &build);
 		topic_cfg_release(&tc);
 		if (err) {
 			log_error("cannot create %s: %s", TXN_STORE_TOPIC, strerror(-err));
 			return err;
 		}
-		log_info("created %s with %d partitions", TXN_STORE_TOPIC, t->nparts);
+		log_info("creating %s with %d partitions", TXN_STORE_TOPIC,
+			 b->cfg.transaction_state_log_num_partitions);
+		return -EAGAIN;
 	}
+	if (t->creating)
+		return -EAGAIN;
 	return txn_coord_attach(b->txns, &(struct coord_topic){ h_txn_state_part, b, t->nparts });
 }
 
@@ -176,14 +186,17 @@ void txns_stop(struct broker *b)
 	b->txns = NULL;
 }
 
+bool txns_coord_ready(struct broker *b)
+{
+	return txn_coord_attached(b->txns) || h_txn_attach(b, true) == 0;
+}
+
 /* The coordinator with __transaction_state open, for reading its state; NULL if it cannot be. */
 static struct txn_coord *h_txn_coord_read(struct req *rq)
 {
 	struct broker *b = rq->b;
 
-	if (!txn_coord_attached(b->txns) && h_txn_attach(b, true) < 0)
-		return NULL;
-	return txn_coord_attached(b->txns) ? b->txns : NULL;
+	return txns_coord_ready(b) && txn_coord_attached(b->txns) ? b->txns : NULL;
 }
 
 /*
@@ -429,11 +442,11 @@ int h_add_offsets_to_txn(struct req *rq, const void *in, void *out)
 	const struct AddOffsetsToTxnRequest *a = in;
 	struct AddOffsetsToTxnResponse *resp = out;
 	struct txn_coord *tc = h_txn_coord(rq);
-	struct group_coord *gc = groups_coord(rq->b);
 	struct txn_tp tp;
 	int16_t err;
 
-	if (!tc || !gc) {
+	tp.partition = tc && a->GroupId.p ? groups_partition_for(rq->b, a->GroupId) : -1;
+	if (!tc || (a->GroupId.p && tp.partition < 0)) {
 		resp->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
 		return H_REPLY;
 	}
@@ -442,7 +455,6 @@ int h_add_offsets_to_txn(struct req *rq, const void *in, void *out)
 		return H_REPLY;
 	}
 	tp.topic = TXN_GROUP_TOPIC;
-	tp.partition = group_coord_partition(gc, a->GroupId);
 	err = txn_add_partitions(tc, a->TransactionalId, a->ProducerId, a->ProducerEpoch, &tp, 1);
 	resp->ErrorCode = h_txn_kerr(rq, err, 2);
 	return h_txn_reply(rq, h_txn_add_offsets_fail);

@@ -89,9 +89,37 @@ int h_write_txn_markers(struct req *rq, const void *in, void *out);
 /* h_idem.c: a new producer id from the broker's allocator (transactional ids too).  0 or -errno. */
 int idem_next_producer_id(struct broker *b, int64_t *id);
 /*
+ * h_meta.c: auto-creation (off the event loop: broker/creator.h) for
+ * Metadata and Produce.  A handler calls autocreate_begin() for each topic
+ * it names before doing anything; if one was begun (*w set) it returns
+ * H_PARKED, and runs again from the start (rq->autocreated set: creating
+ * nothing more) once the topics are made, so the request that asked for a
+ * new topic is answered with it, as before (clients such as kafka-go give
+ * up on a LEADER_NOT_AVAILABLE there).  Other requests naming the topic
+ * meanwhile see it being made (LEADER_NOT_AVAILABLE).  With w NULL the
+ * creation is begun and nobody waits.  autocreate_wanted(): the topic is
+ * missing and would be auto-created (auto.create.topics.enable, a valid,
+ * non-internal name).
+ */
+struct autocreate;
+bool autocreate_wanted(struct req *rq, struct kstr name);
+void autocreate_begin(struct req *rq, struct kstr name, struct autocreate **w);
+/*
  * h_group.c: the group coordinator with __consumer_offsets open (created if needed); NULL if it cannot be
  * or the log dir failed (registry_fail_dir: COORDINATOR_NOT_AVAILABLE from then on).
  */
 struct group_coord *groups_coord(struct broker *b);
+/*
+ * h_group.c: group's partition of __consumer_offsets, also while the topic
+ * is being made (AddOffsetsToTxn needs only the number, as in Kafka); -1 if
+ * there is none (the log dir failed, or the topic could not be begun).
+ */
+int32_t groups_partition_for(struct broker *b, struct kstr group);
+/*
+ * h_txn.c: true once __transaction_state is open; else begins making it
+ * (FindCoordinator of a transactional id answers COORDINATOR_NOT_AVAILABLE
+ * until then, as Kafka does while it creates the topic).
+ */
+bool txns_coord_ready(struct broker *b);
 
 #endif

@@ -18,6 +18,7 @@
 #include "broker/ckpt.h"
 #include "broker/park.h"
 #include "log/compact.h"
+#include "log/epochs.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -39,6 +40,7 @@ struct registry {
 	int dir_err;               /* -errno of the sync that failed, 0 while the dir is online (atomic) */
 	struct dirdel *dirdel;     /* removes renamed-away partition directories */
 	struct ckpt_writer *ckptw; /* writes the checkpoints off the event loop */
+	int dir_fd;                /* the log dir, open for its life: syncfs sees every writeback error since */
 };
 
 bool topic_name_valid(struct kstr name)
@@ -88,6 +90,8 @@ struct part *registry_part(const struct topic *t, int32_t partition)
 
 int16_t registry_part_error(const struct topic *t, int32_t partition)
 {
+	if (t && t->creating)
+		return KERR_LEADER_NOT_AVAILABLE; /* as Kafka answers while a topic is being created */
 	if (!t || partition < 0 || partition >= t->nparts)
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	return t->parts[partition] && !registry_dir_failed(t->reg) ? KERR_NONE : KERR_KAFKA_STORAGE_ERROR;
@@ -337,14 +341,16 @@ static void uuid_random(struct kuuid *u)
 	} while (u->b[0] == 0); /* never the zero uuid or Kafka's reserved ids */
 }
 
-static int write_partition_metadata(const char *dir, const struct kuuid *id)
+/* Writes dir/partition.metadata: replacing it durably, or (sync false) a new one left to durable_syncfs(). */
+static int write_partition_metadata(const char *dir, const struct kuuid *id, bool sync)
 {
 	char path[PATH_MAX], txt[64], b64[23];
 
 	uuid_to_b64(id, b64);
-	snprintf(path, sizeof(path), "%s/partition.metadata", dir);
+	if (snprintf(path, sizeof(path), "%s/partition.metadata", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
 	snprintf(txt, sizeof(txt), "version: 0\ntopic_id: %s\n", b64);
-	return durable_replace_path(path, txt, strlen(txt));
+	return sync ? durable_replace_path(path, txt, strlen(txt)) : durable_write_new(path, txt, strlen(txt));
 }
 
 static int read_partition_metadata(const char *dir, struct kuuid *id)
@@ -502,7 +508,7 @@ static int registry_open_part(struct registry *reg, struct topic *t, int32_t p, 
 	registry_part_cfg(reg, &t->cfg, &pc);
 	err = part_open(dir, &pc, recovery_point, 0, &t->parts[p]);
 	if (!err && read_partition_metadata(dir, &(struct kuuid){ { 0 } }) < 0)
-		err = write_partition_metadata(dir, &t->id);
+		err = write_partition_metadata(dir, &t->id, true);
 	if (err)
 		log_error("cannot open partition '%s': %s", dir, strerror(-err));
 	free(dir);
@@ -741,6 +747,8 @@ static void registry_abort(struct registry *reg)
 		ckpt_writer_stop(reg->ckptw);
 	if (reg->dirdel)
 		dirdel_stop(reg->dirdel);
+	if (reg->dir_fd >= 0)
+		close(reg->dir_fd);
 	durable_on_fail(NULL, NULL);
 	free(reg->topics);
 	free(reg->dir);
@@ -760,6 +768,11 @@ static int registry_prepare_dir(struct registry *reg)
 	err = registry_load_meta(reg);
 	if (err)
 		log_error("cannot write '%s/meta.properties': %s", reg->dir, strerror(-err));
+	reg->dir_fd = err ? -1 : open(reg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!err && reg->dir_fd < 0) {
+		err = -errno;
+		log_error("cannot open log dir '%s': %s", reg->dir, strerror(-err));
+	}
 	return err;
 }
 
@@ -811,6 +824,7 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 	if (!reg)
 		return -ENOMEM;
 	reg->cfg = cfg;
+	reg->dir_fd = -1;
 	reg->dir = strdup(cfg->log_dirs);
 	if (!reg->dir) {
 		free(reg);
@@ -835,8 +849,10 @@ int registry_open(const struct broker_cfg *cfg, struct registry **out)
 		registry_abort(reg);
 		return err;
 	}
-	for (int i = 0; i < reg->ntopics; i++)
+	for (int i = 0; i < reg->ntopics; i++) {
+		reg->topics[i]->nparts_next = reg->topics[i]->nparts;
 		nparts += reg->topics[i]->nparts;
+	}
 	log_info("loaded %d topics with %d partitions from '%s'%s in %lld ms", reg->ntopics, nparts, reg->dir,
 		 !nparts ? ""
 		 : clean ? " (clean shutdown, no recovery needed)"
@@ -871,6 +887,7 @@ void registry_close(struct registry *reg)
 		topic_free(reg->topics[i]);
 	}
 	dirdel_stop(reg->dirdel); /* what is still queued is found again at the next start */
+	close(reg->dir_fd);
 	snprintf(marker, sizeof(marker), "%s/%s", reg->dir, CLEAN_MARKER);
 	failed |= registry_dir_failed(reg); /* e.g. a producer snapshot written at close */
 	if (failed)
@@ -885,90 +902,256 @@ void registry_close(struct registry *reg)
 	free(reg);
 }
 
-/*
- * Makes partition 0's directory, with the topic config already in it, in
- * one rename: a staging directory gets topic.properties, then takes the
- * name <topic>-0.  A crash before leaves no partition 0 and so no topic;
- * after, the topic has its config from its first moment on disk.
- */
-static int registry_stage_part0(struct registry *reg, struct topic *t)
+/* ---- making topics and partitions (registry.h, struct reg_build) ---- */
+
+static void build_free(struct reg_build *b)
 {
-	char *stage = part_dir_aside(reg, t->name, 0, CREATE_SUFFIX), *dir = part_dir(reg, t->name, 0);
-	char path[PATH_MAX];
+	free(b->cfg_text);
+	free(b->stage);
+	free(b->parts);
+	free(b);
+}
+
+/* A build of partitions [from, to) of t; the partition config is taken now, on the loop thread. */
+static struct reg_build *build_alloc(struct registry *reg, struct topic *t, int32_t from, int32_t to)
+{
+	struct reg_build *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->parts = calloc((size_t)(to - from), sizeof(*b->parts));
+	if (!b->parts) {
+		free(b);
+		return NULL;
+	}
+	b->t = t;
+	b->from = from;
+	b->to = to;
+	registry_part_cfg(reg, &t->cfg, &b->pc);
+	return b;
+}
+
+int registry_create_begin(struct registry *reg, struct kstr name, int32_t nparts, const struct topic_cfg *tcfg,
+			  struct reg_build **out)
+{
+	char namebuf[256];
+	struct reg_build *b = NULL;
+	struct topic *t;
 	int err = -ENOMEM;
 
-	if (!stage || !dir)
-		goto out_free;
-	err = durable_mkdir(stage, 0755);
-	if (!err)
-		err = snprintf(path, sizeof(path), "%s/%s", stage, TOPIC_CFG_FILE) >= (int)sizeof(path) ? -ENAMETOOLONG
-													: 0;
-	if (!err)
-		err = topic_cfg_save(&t->cfg, path);
-	if (!err)
-		err = durable_rename(stage, dir);
-	if (err)
-		dirdel_remove(stage);
-out_free:
-	free(stage);
+	if (!topic_name_valid(name) || nparts <= 0)
+		return -EINVAL;
+	if (registry_find(reg, name))
+		return -EEXIST;
+	if (registry_dir_failed(reg))
+		return -EIO;
+	memcpy(namebuf, name.p, (size_t)name.len);
+	namebuf[name.len] = '\0';
+	t = topic_alloc(reg, namebuf, 0);
+	if (!t)
+		return -ENOMEM;
+	t->creating = true;
+	t->nparts_next = nparts;
+	uuid_random(&t->id);
+	if (topic_cfg_copy(&t->cfg, tcfg) == 0 && (b = build_alloc(reg, t, 0, nparts)) != NULL)
+		b->cfg_text = topic_cfg_format(&t->cfg, &b->cfg_len);
+	if (b && b->cfg_text)
+		err = registry_insert(reg, t);
+	if (err) {
+		if (b)
+			build_free(b);
+		topic_free(t);
+		return err;
+	}
+	b->create = true;
+	t->builds = 1;
+	*out = b;
+	return 0;
+}
+
+int registry_grow_begin(struct registry *reg, struct topic *t, int32_t total, struct reg_build **out)
+{
+	struct reg_build *b;
+
+	if (t->creating || total <= t->nparts_next)
+		return -EINVAL;
+	if (registry_dir_failed(reg))
+		return -EIO;
+	b = build_alloc(reg, t, t->nparts_next, total);
+	if (!b)
+		return -ENOMEM;
+	t->nparts_next = total;
+	t->builds++;
+	*out = b;
+	return 0;
+}
+
+/* Worker: partition p of b made in dir, its files written but not synced. */
+static int build_part(struct reg_build *b, const char *dir, int32_t p)
+{
+	int err;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	err = epochs_create(dir, 0); /* part_open() would write it with two fsyncs */
+	if (!err)                    /* no sync either: the directory exists and its epoch 0 is there */
+		err = part_open(dir, &b->pc, INT64_MAX, 0, &b->parts[p - b->from]);
+	if (!err && p > 0)
+		err = write_partition_metadata(dir, &b->t->id, false);
+	return err;
+}
+
+/*
+ * Worker: everything of b but a new topic's partition 0, which is staged:
+ * a directory holding topic.properties and partition.metadata, renamed to
+ * <topic>-0 only once all of it is durable.
+ */
+static int build_files(struct registry *reg, struct reg_build *b)
+{
+	char path[PATH_MAX];
+	int err = 0;
+
+	if (b->create) {
+		b->stage = part_dir_aside(reg, b->t->name, 0, CREATE_SUFFIX);
+		if (!b->stage)
+			return -ENOMEM;
+		if (mkdir(b->stage, 0755) < 0)
+			return -errno;
+		if (snprintf(path, sizeof(path), "%s/%s", b->stage, TOPIC_CFG_FILE) >= (int)sizeof(path))
+			return -ENAMETOOLONG;
+		err = durable_write_new(path, b->cfg_text, b->cfg_len);
+		if (!err)
+			err = write_partition_metadata(b->stage, &b->t->id, false);
+	}
+	for (int32_t p = b->create ? 1 : b->from; p < b->to && !err; p++) {
+		char *dir = part_dir(reg, b->t->name, p);
+
+		err = dir ? build_part(b, dir, p) : -ENOMEM;
+		free(dir);
+	}
+	return err;
+}
+
+/* Worker: removes what a failed build made, a new topic's partition 0 first (as a delete would). */
+static void build_undo(struct registry *reg, struct reg_build *b)
+{
+	char *dir = b->create ? part_dir(reg, b->t->name, 0) : NULL;
+
+	if (b->create && b->parts[0])
+		part_delete(b->parts[0]);
+	else if (b->create)
+		dirdel_remove(b->stage ? b->stage : dir); /* staged, or renamed (ENOENT if neither) */
+	free(dir);
+	dir = NULL;
+	for (int32_t p = b->create ? 1 : b->from; p < b->to; p++) {
+		struct part **slot = &b->parts[p - b->from];
+
+		if (*slot)
+			part_delete(*slot);
+		else if ((dir = part_dir(reg, b->t->name, p)) != NULL)
+			dirdel_remove(dir); /* made but not opened, or never made (ENOENT) */
+		else
+			break;
+		free(dir);
+		dir = NULL;
+		*slot = NULL;
+	}
+	b->parts[0] = NULL;
+	log_error("could not %s topic '%s' (partitions %d to %d): %s", b->create ? "create" : "add partitions to",
+		  b->t->name, b->from, b->to - 1, strerror(-b->err));
+}
+
+/* Worker: gives a new topic its partition 0 by renaming the staged directory (made durable by the caller). */
+static int build_publish(struct registry *reg, struct reg_build *b)
+{
+	char *dir = part_dir(reg, b->t->name, 0);
+	int err = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	if (rename(b->stage, dir) < 0)
+		err = -errno;
+	else {
+		free(b->stage);
+		b->stage = NULL;
+	}
 	free(dir);
 	return err;
 }
 
-/* Undoes a failed registry_create(): partition 0 first (staged: its directory exists), as a delete would. */
-static void registry_create_undo(struct registry *reg, struct topic *t, bool staged)
+/* Worker: opens a new topic's partition 0 once its directory has its name. */
+static int build_open_part0(struct registry *reg, struct reg_build *b)
 {
-	char *dir = part_dir(reg, t->name, 0);
+	char *dir = part_dir(reg, b->t->name, 0);
+	int err = dir ? build_part(b, dir, 0) : -ENOMEM;
 
-	if (t->parts[0])
-		part_delete(t->parts[0]);
-	else if (dir && staged)
-		dirdel_remove(dir);
 	free(dir);
-	for (int32_t p = 1; p < t->nparts; p++)
-		if (t->parts[p])
-			part_delete(t->parts[p]);
-	topic_free(t);
+	return err;
 }
 
-int registry_create(struct registry *reg, struct kstr name, int32_t nparts, const struct topic_cfg *tcfg,
-		    struct topic **out)
+void registry_build_round(struct registry *reg, struct reg_build *head)
 {
-	char namebuf[256];
-	struct topic *t;
-	bool staged = false;
-	int err = 0;
+	bool renamed = false;
+	int err;
 
-	if (!topic_name_valid(name))
-		return -EINVAL;
-	if (registry_find(reg, name))
-		return -EEXIST;
-	memcpy(namebuf, name.p, (size_t)name.len);
-	namebuf[name.len] = '\0';
-	t = topic_alloc(reg, namebuf, nparts);
-	if (!t)
-		return -ENOMEM;
-	t->nparts = nparts;
-	topic_cfg_copy(&t->cfg, tcfg);
-	uuid_random(&t->id);
-	for (int32_t p = 1; p < nparts && !err; p++) /* invisible until partition 0 exists */
-		err = registry_open_part(reg, t, p, INT64_MAX);
-	if (!err)
-		err = registry_stage_part0(reg, t);
-	staged = !err;
-	if (!err)
-		err = registry_open_part(reg, t, 0, INT64_MAX);
-	if (!err)
-		err = registry_insert(reg, t);
-	if (err) {
-		registry_create_undo(reg, t, staged);
-		return err;
+	for (struct reg_build *b = head; b; b = b->next)
+		b->err = build_files(reg, b);
+	err = durable_syncfs(reg->dir_fd); /* every file and directory entry made above */
+	for (struct reg_build *b = head; b; b = b->next) {
+		if (!b->err)
+			b->err = err;
+		if (!b->err && b->create)
+			renamed |= (b->err = build_publish(reg, b)) == 0;
 	}
-	log_info("created topic '%s' with %d partitions", t->name, nparts);
-	*out = t;
+	err = renamed ? durable_fsync(reg->dir_fd) : 0; /* the renames: the new topics exist */
+	for (struct reg_build *b = head; b; b = b->next) {
+		if (!b->err && b->create)
+			b->err = err ? err : build_open_part0(reg, b);
+		if (b->err)
+			build_undo(reg, b);
+	}
+}
+
+/* Loop thread: t takes the partitions of b. */
+static int build_install(struct topic *t, struct reg_build *b)
+{
+	struct part **np = realloc(t->parts, (size_t)b->to * sizeof(*np));
+
+	if (!np)
+		return -ENOMEM;
+	memcpy(np + b->from, b->parts, (size_t)(b->to - b->from) * sizeof(*np));
+	memset(b->parts, 0, (size_t)(b->to - b->from) * sizeof(*b->parts));
+	t->parts = np;
+	t->nparts = b->to;
+	t->creating = false;
 	return 0;
 }
 
+int registry_build_end(struct registry *reg, struct reg_build *b)
+{
+	struct topic *t = b->t;
+	int err = b->err;
+
+	if (!err && b->from != t->nparts)
+		err = -ECANCELED; /* an earlier build of t failed: no gap in its partitions */
+	if (!err)
+		err = build_install(t, b);
+	t->builds--;
+	if (!err)
+		log_info(b->create ? "created topic '%s' with %d partitions" : "topic '%s' now has %d partitions",
+			 t->name, t->nparts);
+	for (int32_t i = 0; i < b->to - b->from; i++)
+		if (b->parts[i]) /* made, not installed */
+			part_delete(b->parts[i]);
+	if (err && b->create) {
+		registry_remove(reg, t);
+		topic_free(t);
+	} else if (err && !t->builds) {
+		t->nparts_next = t->nparts;
+	}
+	build_free(b);
+	return err;
+}
 /*
  * Renaming partition 0's directory away is the deletion's commit point
  * (registry_drop_incomplete() removes the rest after a crash); the other
@@ -1003,27 +1186,6 @@ int registry_delete(struct registry *reg, struct topic *t)
 	log_info("deleted topic '%s'", t->name);
 	topic_free(t);
 	return 0;
-}
-
-int registry_add_partitions(struct registry *reg, struct topic *t, int32_t total)
-{
-	struct part **np;
-	int err = 0;
-
-	if (total <= t->nparts)
-		return -EINVAL;
-	np = realloc(t->parts, (size_t)total * sizeof(*np));
-	if (!np)
-		return -ENOMEM;
-	t->parts = np;
-	for (int32_t p = t->nparts; p < total && !err; p++) {
-		t->parts[p] = NULL;
-		err = registry_open_part(reg, t, p, INT64_MAX);
-		if (!err)
-			t->nparts = p + 1;
-	}
-	log_info("topic '%s' now has %d partitions", t->name, t->nparts);
-	return err;
 }
 
 /* Applies t->cfg (and the broker's producer.id.expiration.ms) to t's open partitions. */

@@ -11,7 +11,7 @@
  *   partition.metadata               "version: 0\ntopic_id: <base64url id>\n"
  * plus, in partition 0's directory, topic.properties with the topic's
  * explicitly set configs.  A topic exists on disk once <topic>-0 does:
- * registry_create() makes it last, by renaming a staging directory
+ * a create makes it last, by renaming a staging directory
  * <topic>-0.<32 hex>-create that already holds topic.properties;
  * registry_delete() renames it to Kafka's <topic>-0.<32 hex>-delete first,
  * then the other partitions, and a background thread (util/dirdel.h)
@@ -30,6 +30,7 @@
 
 #include "broker/config.h"
 #include "broker/topic_config.h"
+#include "log/partition.h"
 #include "util/buf.h"
 
 struct part;
@@ -45,6 +46,39 @@ struct topic {
 	bool internal; /* topic_name_internal(name) */
 	/* clock_mono_ms() of the last flush.ms round (produce_flush_policy) */
 	int64_t flush_round_ms;
+	bool creating;       /* its files are being made: no partitions yet (registry_build_end) */
+	int32_t nparts_next; /* nparts once the builds in flight for it are done */
+	int builds;          /* builds in flight for it: it may not be deleted meanwhile */
+};
+
+/*
+ * Making topics and partitions, in rounds (broker/creator.h runs them off
+ * the event loop).  The loop thread begins a build: a new topic is in the
+ * registry at once, creating (no partitions, registry_part_error()
+ * LEADER_NOT_AVAILABLE), so its name is taken; partitions being added
+ * count only in nparts_next.  A worker thread makes the files of a whole
+ * round of builds with registry_build_round(): every directory and file,
+ * one syncfs of the log dir's file system, then the renames of the new
+ * topics' staged partition 0 and one fsync of the log dir.  The loop
+ * thread ends each build with registry_build_end(): its partitions appear,
+ * or, if the round failed, the topic goes (its files already removed).
+ */
+struct reg_build {
+	struct reg_build *next; /* the creator's queues */
+	struct topic *t;
+	int32_t from, to; /* the partitions made, [from, to) */
+	bool create;      /* t is new: from == 0 */
+	int err;          /* the round's outcome for it: 0 or -errno */
+	/* the creator's: told at the end (registry_build_end) */
+	void (*done)(void *waiter, int32_t slot, int err);
+	void *waiter;
+	int32_t slot;
+	/* registry.c's, prepared on the loop thread for the worker */
+	struct part_cfg pc;
+	char *cfg_text; /* topic.properties of a new topic */
+	size_t cfg_len;
+	char *stage;         /* partition 0 staged here while made */
+	struct part **parts; /* [to - from], opened by the worker */
 };
 
 /* Opens every partition under log.dirs (recovering after a crash). */
@@ -54,11 +88,20 @@ void registry_close(struct registry *reg);
 const char *registry_cluster_id(const struct registry *reg);
 
 struct topic *registry_find(struct registry *reg, struct kstr name);
-/* Returns 0, -EEXIST, -EINVAL (bad name), or -errno from the disk. */
-int registry_create(struct registry *reg, struct kstr name, int32_t nparts, const struct topic_cfg *tcfg,
-		    struct topic **out);
+/*
+ * Begins creating topic name with nparts partitions: 0, -EEXIST, -EINVAL
+ * (bad name), -EIO (the log dir failed) or -ENOMEM.
+ */
+int registry_create_begin(struct registry *reg, struct kstr name, int32_t nparts, const struct topic_cfg *tcfg,
+			  struct reg_build **out);
+/* Begins adding partitions to t up to total (> t->nparts_next): 0, -EINVAL, -EIO or -ENOMEM. */
+int registry_grow_begin(struct registry *reg, struct topic *t, int32_t total, struct reg_build **out);
+/* Worker thread: makes the files of the builds listed from head (see above); sets each one's err. */
+void registry_build_round(struct registry *reg, struct reg_build *head);
+/* Loop thread: puts b's partitions in place, or drops what it began if it failed; frees b.  Returns its err. */
+int registry_build_end(struct registry *reg, struct reg_build *b);
+/* Not while t->builds (the caller answers that it is being changed). */
 int registry_delete(struct registry *reg, struct topic *t);
-int registry_add_partitions(struct registry *reg, struct topic *t, int32_t total);
 /* Persists t->cfg and applies it to the open partitions. */
 int registry_save_cfg(struct registry *reg, struct topic *t);
 /*

@@ -27,6 +27,7 @@
 #include "broker/park.h"
 #include "broker/registry.h"
 #include "broker/cleaner.h"
+#include "broker/creator.h"
 #include "broker/syncer.h"
 #include "log/partition.h"
 #include "log/segment.h"
@@ -393,6 +394,7 @@ static void server_on_wake(void *arg)
 	txns_on_synced(b);                                /* transaction markers and their completion */
 	syncer_take_synced(b->syncer, fetch_park_notify); /* their high watermarks moved */
 	cleaner_on_wake(b->cleaner);                      /* a compaction pass finished */
+	creator_on_wake(b->creator);                      /* topics and partitions made */
 }
 
 /* The syncer thread saw a sync fail: nothing in the log dir is trusted any more. */
@@ -407,8 +409,9 @@ void broker_after_events(void *arg)
 {
 	struct broker *b = arg;
 
-	syncer_kick(b->syncer); /* one round for everything this pass appended */
-	fetch_wake(b);          /* only the fetches made ready by appends, syncs or closes */
+	syncer_kick(b->syncer);   /* one round for everything this pass appended */
+	creator_kick(b->creator); /* one round for every topic and partition this pass asked for */
+	fetch_wake(b);            /* only the fetches made ready by appends, syncs or closes */
 	conn_resume();
 	conn_reap();
 }
@@ -430,6 +433,8 @@ int server_start(struct broker *b)
 		return err;
 	snprintf(b->cluster_id, sizeof(b->cluster_id), "%s", registry_cluster_id(b->reg));
 	err = syncer_start(b->loop, server_on_sync_fail, b, &b->syncer);
+	if (!err)
+		err = creator_start(b->loop, b->reg, &b->creator);
 	if (!err)
 		err = groups_start(b); /* h_group.c: loads __consumer_offsets */
 	if (!err)
@@ -464,6 +469,7 @@ void server_stop(struct broker *b)
 	conn_close_all();
 	fetch_wake(b);            /* parked fetches see their connection closed */
 	cleaner_stop(b->cleaner); /* a pass in progress is cancelled */
+	creator_stop(b->creator); /* a round under way is finished, the rest cancelled */
 	syncer_stop(b->syncer);   /* syncs what is still dirty */
 	park_drop();              /* their connections are gone */
 	groups_stop(b);           /* answers parked JoinGroup/SyncGroup */

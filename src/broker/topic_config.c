@@ -352,16 +352,15 @@ static void put_escaped(FILE *f, const char *v)
 	}
 }
 
-int topic_cfg_save(const struct topic_cfg *t, const char *path)
+char *topic_cfg_format(const struct topic_cfg *t, size_t *len)
 {
 	char *text = NULL, val[512];
-	size_t len = 0;
 	FILE *mem;
-	int rc = -ENOMEM;
 
-	mem = open_memstream(&text, &len);
+	*len = 0;
+	mem = open_memstream(&text, len);
 	if (!mem)
-		return -ENOMEM;
+		return NULL;
 	fputs("# Topic configuration set for this topic, written by gregor.\n", mem);
 	for (int i = 0; i < TOPIC_CFG_NKEYS; i++) {
 		if (!t->set[i] || conf_get_def(&defs[i], t, val, sizeof(val)))
@@ -370,12 +369,23 @@ int topic_cfg_save(const struct topic_cfg *t, const char *path)
 		put_escaped(mem, val);
 		fputc('\n', mem);
 	}
-	if (fclose(mem))
-		goto out_free_text;
+	if (fclose(mem)) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+int topic_cfg_save(const struct topic_cfg *t, const char *path)
+{
+	size_t len;
+	char *text = topic_cfg_format(t, &len);
+	int rc;
+
+	if (!text)
+		return -ENOMEM;
 	rc = durable_replace_path(path, text, len);
-out_free_text:
 	free(text);
-	text = NULL;
 	return rc;
 }
 

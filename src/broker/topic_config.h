@@ -104,6 +104,8 @@ const char *topic_cfg_synonym(const char *key);
 
 /* Writes the keys set for this topic to path atomically.  0 or -errno. */
 int topic_cfg_save(const struct topic_cfg *t, const char *path);
+/* The text topic_cfg_save() writes (malloc'd, *len bytes), or NULL without memory. */
+char *topic_cfg_format(const struct topic_cfg *t, size_t *len);
 /*
  * Reads keys saved by topic_cfg_save() into t (already initialised), marking
  * them set.  Returns 0, -ENOENT if there is no such file (no overrides),

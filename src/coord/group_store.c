@@ -222,14 +222,19 @@ bool group_store_attached(const struct group_store *gs)
 	return gs->topic.nparts > 0;
 }
 
-int32_t group_store_partition_of(const struct group_store *gs, struct kstr group)
+int32_t group_store_partition_for(struct kstr group, int32_t nparts)
 {
 	int32_t h = 0;
 
-	assert(gs->topic.nparts > 0);
+	assert(nparts > 0);
 	for (int32_t i = 0; i < group.len; i++)
 		h = (int32_t)(31u * (uint32_t)h + (uint8_t)group.p[i]);
-	return (h & 0x7fffffff) % gs->topic.nparts;
+	return (h & 0x7fffffff) % nparts;
+}
+
+int32_t group_store_partition_of(const struct group_store *gs, struct kstr group)
+{
+	return group_store_partition_for(group, gs->topic.nparts);
 }
 
 /* ---- encoding ---- */

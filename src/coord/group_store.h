@@ -140,6 +140,8 @@ bool group_store_attached(const struct group_store *gs);
 int group_store_load(struct group_store *gs, const struct group_store_loader *ld, void *arg);
 /* The partition index of group (attached stores only). */
 int32_t group_store_partition_of(const struct group_store *gs, struct kstr group);
+/* The same for a topic of nparts (> 0) partitions: one still being made. */
+int32_t group_store_partition_for(struct kstr group, int32_t nparts);
 
 /*
  * Appends one batch to group's partition: offset commits (n >= 0; with

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log/checkpoint.h"
+#include "util/durable.h"
 #include "util/log.h"
 
 #define EPOCHS_FILE "leader-epoch-checkpoint"
@@ -94,19 +95,48 @@ void epochs_release(struct epochs *ep)
 	ep->n = ep->cap = 0;
 }
 
+/* The file's text (malloc'd, *len bytes), or NULL without memory. */
+static char *epochs_format(const struct epochs *ep, size_t *len)
+{
+	size_t cap = 32 + (size_t)ep->n * 34;
+	char *text = malloc(cap);
+
+	if (!text)
+		return NULL;
+	*len = (size_t)snprintf(text, cap, "0\n%d\n", ep->n);
+	for (int i = 0; i < ep->n; i++)
+		*len += (size_t)snprintf(text + *len, cap - *len, "%" PRId32 " %" PRId64 "\n", ep->e[i].epoch,
+					 ep->e[i].start_offset);
+	return text;
+}
+
 int epochs_write(const struct epochs *ep, int dir_fd)
 {
-	size_t cap = 32 + (size_t)ep->n * 34, len;
-	char *text = malloc(cap);
+	size_t len;
+	char *text = epochs_format(ep, &len);
 	int rc;
 
 	if (!text)
 		return -ENOMEM;
-	len = (size_t)snprintf(text, cap, "0\n%d\n", ep->n);
-	for (int i = 0; i < ep->n; i++)
-		len += (size_t)snprintf(text + len, cap - len, "%" PRId32 " %" PRId64 "\n", ep->e[i].epoch,
-					ep->e[i].start_offset);
 	rc = checkpoint_write(dir_fd, EPOCHS_FILE, text);
+	free(text);
+	return rc;
+}
+
+int epochs_create(const char *dir, int32_t epoch)
+{
+	struct epoch_ent e = { epoch, 0 };
+	struct epochs ep = { &e, 1, 1 };
+	char path[4096], *text;
+	size_t len;
+	int rc;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, EPOCHS_FILE) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	text = epochs_format(&ep, &len);
+	if (!text)
+		return -ENOMEM;
+	rc = durable_write_new(path, text, len);
 	free(text);
 	return rc;
 }

@@ -32,6 +32,12 @@ int epochs_load(struct epochs *ep, const char *dir);
 void epochs_release(struct epochs *ep);
 /* Writes leader-epoch-checkpoint in the directory dir_fd atomically and durably.  0 or -errno. */
 int epochs_write(const struct epochs *ep, int dir_fd);
+/*
+ * A new partition's file in dir: epoch from offset 0, written but not
+ * synced (topics made in rounds: one syncfs covers every file, see
+ * util/durable.h).  0 or -errno.
+ */
+int epochs_create(const char *dir, int32_t epoch);
 /* Records that epoch starts at start_offset if newer than the latest; true if changed. */
 bool epochs_assign(struct epochs *ep, int32_t epoch, int64_t start_offset);
 /* Drops entries starting at or after end_offset (log truncated); true if changed. */

@@ -144,6 +144,25 @@ int durable_mkdir(const char *path, unsigned mode)
 	return durable_sync_parent(path);
 }
 
+int durable_write_new(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = write_all(fd, data, len);
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (rc)
+		unlink(path);
+	return rc;
+}
+
+int durable_syncfs(int fd)
+{
+	return syncfs(fd) < 0 ? durable_fail(-errno) : 0;
+}
+
 int durable_rename(const char *from, const char *to)
 {
 	if (rename(from, to) < 0)

@@ -61,4 +61,18 @@ int durable_mkdir(const char *path, unsigned mode);
 /* rename(from, to) within one directory, then fsync of that directory. */
 int durable_rename(const char *from, const char *to);
 
+/*
+ * Many new files at once (creating topics by the thousand): each is
+ * written with durable_write_new(), not synced, and one durable_syncfs()
+ * then makes every file's bytes and every directory entry made so far on
+ * that file system durable, instead of two fsyncs per file.  syncfs(2)
+ * reports a writeback error of any file of the file system since fd was
+ * opened (Linux 5.8 on), so a long-lived fd sees every one; a failure is
+ * reported as above.
+ */
+/* Writes path (created or truncated) with the len bytes at data, without syncing.  0 or -errno. */
+int durable_write_new(const char *path, const void *data, size_t len);
+/* syncfs(fd): flushes the whole file system holding fd.  0 or -errno. */
+int durable_syncfs(int fd);
+
 #endif

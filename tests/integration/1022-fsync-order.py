@@ -4,7 +4,7 @@ broker makes or replaces (a power cut keeps only what was synced, which no
 SIGKILL test can show).
 
 The broker runs under tests/lib/syncshim.so, which logs every successful
-open(O_CREAT), fsync/fdatasync, rename, mkdir, unlink and rmdir with full
+open(O_CREAT), fsync/fdatasync, syncfs, rename, mkdir, unlink and rmdir with full
 paths.  A topic with small segments takes idempotent produce (rolls, so
 producer snapshots), a config change, a clean restart and a stop.  Then,
 over the whole trace:
@@ -13,12 +13,14 @@ over the whole trace:
      shutdown marker) was fsynced after it was opened and before the rename,
      and the directory was fsynced after the rename;
   2. every new directory's parent was fsynced before anything was created
-     inside it;
+     inside it, or a syncfs (topics made in rounds) came after it;
   3. every renamed directory (-create staging, -delete) is followed by an
-     fsync of the log dir;
+     fsync of the log dir, and a -create staging directory is renamed only
+     after a syncfs (or fsyncs of all it holds) following its last file;
   4. the clean-shutdown marker's removal at start is followed by an fsync
      of the log dir;
-  5. every new segment file's directory is fsynced after the file is created.
+  5. every new segment file's directory is fsynced (or a syncfs made) after
+     the file is created.
 Runtime ~5 s.
 """
 import os
@@ -56,6 +58,18 @@ def is_fsync(path):
     return lambda e: e[0] == "fsync" and e[1][0] == path
 
 
+def staged_durable(ev, i, stage):
+    """True if a syncfs, or fsyncs of each file and of the directory, came after the last file made
+    in the staging directory and before its rename at event i."""
+    made = [j for j in range(i) if ev[j][0] in ("open", "mkdir") and ev[j][1][0].startswith(stage)]
+    last = max(made, default=-1)
+    if any(ev[j][0] == "syncfs" for j in range(last + 1, i)):
+        return True
+    files = {ev[j][1][0] for j in made if ev[j][0] == "open"}
+    synced = {ev[j][1][0] for j in range(last + 1, i) if ev[j][0] == "fsync"}
+    return files <= synced and stage in synced
+
+
 def check_rules(ev, data_dir):
     problems, counts = [], {"replace": 0, "mkdir": 0, "dir rename": 0, "unmark": 0, "segment": 0}
     for i, (op, args) in enumerate(ev):
@@ -71,19 +85,24 @@ def check_rules(ev, data_dir):
             counts["dir rename"] += 1
             if first_after(ev, i, is_fsync(data_dir)) is None:
                 problems.append("no fsync of the log dir after renaming %s to %s" % tuple(args))
+            if args[0].endswith("-create") and not staged_durable(ev, i, args[0]):
+                problems.append("%s renamed into place before all it holds was synced" % args[0])
         elif op == "mkdir":
             counts["mkdir"] += 1
             d = args[0]
             inside = lambda e: e[0] in ("open", "mkdir") and e[1][0].startswith(d + "/")  # noqa: E731
-            if first_after(ev, i, is_fsync(os.path.dirname(d)), inside) is None:
-                problems.append("%s made without an fsync of its parent before its first file" % d)
+            if (first_after(ev, i, is_fsync(os.path.dirname(d)), inside) is None and
+                    first_after(ev, i, lambda e: e[0] == "syncfs") is None):
+                problems.append("%s made without an fsync of its parent before its first file, nor a syncfs "
+                                "after it" % d)
         elif op == "unlink" and args[0].endswith("/.kafka_cleanshutdown"):
             counts["unmark"] += 1
             if first_after(ev, i, is_fsync(data_dir), lambda e: e[0] == "open") is None:
                 problems.append("clean-shutdown marker removed without an fsync of the log dir")
         elif op == "open" and args[0].endswith(".log"):
             counts["segment"] += 1
-            if first_after(ev, i, is_fsync(os.path.dirname(args[0]))) is None:
+            if (first_after(ev, i, is_fsync(os.path.dirname(args[0]))) is None and
+                    first_after(ev, i, lambda e: e[0] == "syncfs") is None):
                 problems.append("new segment %s: its directory never fsynced" % args[0])
     return problems, counts
 

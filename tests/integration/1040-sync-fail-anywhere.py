@@ -70,6 +70,7 @@ def run_checkpoint(shim):
     with Broker(overrides=over, env=shim.env()) as b:
         c = iw.Client(b.port)
         eq(c.produce(TOPIC, 0, iw.batch(3, value=b"before"))[0], 0, "acks=all produce before the failure")
+        kw.wait_coordinator(b.port, GROUP)  # __consumer_offsets is made off the event loop
         eq(commit(c, 2), 0, "OffsetCommit before the failure")
         eq(fetch_offset(c), (0, 0, 2), "OffsetFetch before the failure")
 
@@ -132,6 +133,7 @@ def run_offsets(shim):
     with Broker(overrides={"num.partitions": "1"}, env=shim.env()) as b:
         c = iw.Client(b.port)
         eq(c.produce(TOPIC, 0, iw.batch(3, value=b"m"))[0], 0, "produce")
+        kw.wait_coordinator(b.port, GROUP)  # __consumer_offsets is made off the event loop
         eq(commit(c, 1), 0, "first OffsetCommit")
         shim.hold("__consumer_offsets")
         shim.fail_next("__consumer_offsets")

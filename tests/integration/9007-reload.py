@@ -144,6 +144,11 @@ def test_idle():
         parked = kwire.connect(b.port)
         parked.sendall(kwire.request(3, 1, 2, kwire.metadata_v1_body(["idle"])))  # auto-creates it
         kwire.recv_response(parked)
+        for _ in range(100):  # made off the event loop: LEADER_NOT_AVAILABLE (5) until then
+            md = kwire.parse_metadata_v1(kwire.call(b.port, 3, 1, kwire.metadata_v1_body(["idle"])).d)
+            if md["topics"]["idle"][0] != 5:
+                break
+            time.sleep(0.02)
         t1 = time.monotonic()
         parked.sendall(kwire.request(1, 4, 3, fetch_v4_body("idle", 0, 0, 2500)))
         got, _ = kwire.recv_response(parked)

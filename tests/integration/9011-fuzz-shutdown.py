@@ -192,6 +192,8 @@ def members(port, group):
 
 def names(b):
     """Names differing only after a NUL byte are different names, also after a restart."""
+    kw.wait_coordinator(b.port)  # the internal topics are made off the event loop
+    kw.wait_coordinator(b.port, "t", 1)
     commit(b.port, b"n\x00a", 5)
     commit(b.port, b"n", 6)
     pids = {t: init_pid(b.port, t) for t in (b"t\x00x", b"t")}
@@ -206,6 +208,10 @@ def names(b):
 
 
 def control(port):
+    for _ in range(100):  # auto-created off the event loop: LEADER_NOT_AVAILABLE (5) until it is made
+        if kw.parse_metadata_v1(kw.call(port, 3, 1, kw.metadata_v1_body([TOPIC])).d)["topics"][TOPIC][0] != 5:
+            break
+        time.sleep(0.05)
     s = kw.connect(port)
     try:
         s.sendall(kw.request(18, 0, 1, kw.api_versions_v0_body()))

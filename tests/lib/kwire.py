@@ -287,3 +287,32 @@ def parse_message_set(data):
         out.append(dict(offset=offset, magic=magic, attributes=attributes, timestamp=ts, key=key, value=value,
                         crc_ok=crc == zlib.crc32(body[4:]), left=m.left()))
     return out
+
+
+def create_topics_v1_body(topics, timeout_ms=30000, validate_only=False):
+    """CreateTopics v1: topics = [(name, partitions)] (replication factor 1, no configs)."""
+    return (array(topics, lambda t: string(t[0]) + i32(t[1]) + i16(1) + array([]) + array([])) +
+            i32(timeout_ms) + i8(1 if validate_only else 0))
+
+
+def parse_create_topics_v1(body):
+    """-> {name: (error_code, error_message)}"""
+    r = Reader(body)
+    return dict(r.array(lambda r: (r.string(), (r.i16(), r.string()))))
+
+
+def wait_coordinator(port, key="", key_type=0, timeout_s=30):
+    """FindCoordinator v1 until it answers without error: the broker makes
+    __consumer_offsets (key_type 0) or __transaction_state (1) on the first
+    request for it, off its event loop, and answers COORDINATOR_NOT_AVAILABLE
+    (15) meanwhile. Raises on any other error or after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        r = call(port, 10, 1, string(key) + i8(key_type))
+        r.i32()
+        err = r.i16()
+        if err == 0:
+            return
+        if err != 15 or time.monotonic() >= deadline:
+            raise AssertionError("FindCoordinator(%r, %d): error %d" % (key, key_type, err))
+        time.sleep(0.05)

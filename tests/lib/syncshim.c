@@ -24,12 +24,16 @@
  *            holds (empty: any file), the call that manages to unlink it
  *            fails with EIO without syncing: one failure per file created
  * Directories are synced as usual and never recorded, held or failed there.
+ *   hold-syncfs, fail-syncfs
+ *            the same for syncfs(2) of the file system holding a path
+ *            (the broker's log dir when it makes topics in rounds)
  *
  * Environment (read at each call; set before the broker starts):
  *   GREGOR_SYNCSHIM_TRACE=<file>
  *            one line per successful call, appended:
  *              open <path>            (a file O_CREAT made)
  *              fsync <path>           (fsync and fdatasync alike, any file)
+ *              syncfs <path>          (the whole file system holding path)
  *              fail-fsync <path>      (failed by GREGOR_SYNCSHIM_FAIL)
  *              rename <from> <to>
  *              mkdir <path>
@@ -174,21 +178,22 @@ static bool shim_matches(const char *name, const char *path, char control[PATH_M
 	return !want[0] || strstr(path, want) != NULL;
 }
 
-static void shim_wait_hold(const char *path)
+/* Waits while the control file name ("hold", "hold-syncfs") matches path. */
+static void shim_wait_hold(const char *name, const char *path)
 {
 	char hold[PATH_MAX];
 	struct timespec ts = { 0, 5 * 1000 * 1000 };
 
-	while (shim_matches("hold", path, hold))
+	while (shim_matches(name, path, hold))
 		nanosleep(&ts, NULL);
 }
 
-/* True if this call must fail: the fail file matches path and this call removed it. */
-static bool shim_take_fail(const char *path)
+/* True if this call must fail: the control file name ("fail", "fail-syncfs") matches path and this call removed it. */
+static bool shim_take_fail(const char *name, const char *path)
 {
 	char fail[PATH_MAX];
 
-	return shim_matches("fail", path, fail) && REAL(unlink)(fail) == 0;
+	return shim_matches(name, path, fail) && REAL(unlink)(fail) == 0;
 }
 
 static void shim_journal(const char *path, off_t size)
@@ -229,10 +234,10 @@ static int shim_sync(int fd, int (*real)(int))
 	fd_path(fd, path, sizeof(path));
 	controlled = shim_dir() && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 	if (controlled)
-		shim_wait_hold(path);
+		shim_wait_hold("hold", path);
 	if (controlled && fstat(fd, &st) < 0)
 		controlled = false;
-	if (shim_fails_always(path) || (controlled && shim_take_fail(path))) {
+	if (shim_fails_always(path) || (controlled && shim_take_fail("fail", path))) {
 		errno = EIO;
 		return -1;
 	}
@@ -252,6 +257,25 @@ int fdatasync(int fd)
 int fsync(int fd)
 {
 	return shim_sync(fd, REAL(fsync));
+}
+
+/* syncfs: held by hold-syncfs, failed by fail-syncfs or GREGOR_SYNCSHIM_FAIL, traced (no journal entry). */
+int syncfs(int fd)
+{
+	char path[PBUF];
+	int rc;
+
+	fd_path(fd, path, sizeof(path));
+	if (shim_dir())
+		shim_wait_hold("hold-syncfs", path);
+	if (shim_fails_always(path) || (shim_dir() && shim_take_fail("fail-syncfs", path))) {
+		errno = EIO;
+		return -1;
+	}
+	rc = REAL(syncfs)(fd);
+	if (rc == 0)
+		trace("syncfs", path, NULL);
+	return rc;
 }
 
 /* ---- traced calls ---- */

@@ -87,6 +87,22 @@ class SyncShim:
         except FileNotFoundError:
             pass
 
+    def hold_syncfs(self, match=""):
+        """syncfs calls (on a path containing match) wait until release_syncfs()."""
+        with open(self._path("hold-syncfs"), "w") as f:
+            f.write(match)
+
+    def release_syncfs(self):
+        try:
+            os.unlink(self._path("hold-syncfs"))
+        except FileNotFoundError:
+            pass
+
+    def fail_next_syncfs(self, match=""):
+        """The next syncfs (on a path containing match) fails with EIO."""
+        with open(self._path("fail-syncfs"), "w") as f:
+            f.write(match)
+
     def fail_next(self, match=""):
         with open(self._path("fail"), "w") as f:
             f.write(match)

@@ -16,6 +16,12 @@ broker, mounts the copy and starts a new broker on it, then checks:
   txn_abort  committed, aborted, committed transactions, then a wait past
              the recovery-point checkpoint: read_committed serves exactly
              the committed records, none of the aborted ones
+  create     one CreateTopics of 8 topics x 25 partitions (with a config),
+             answered, then 8 more asked for and the power cut while their
+             round waits in its syncfs (held by tests/lib/syncshim.so, so
+             all their files are written, none synced): every answered
+             topic is there with all its partitions and its config, none of
+             the others is (not even in part)
 
 and in every case that the canary (written without fsync just before the
 cut) is gone: otherwise the harness did not cut anything and the case
@@ -38,10 +44,11 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 
 import disk  # noqa: E402
-from gregor import Broker, check, eq, log  # noqa: E402
+from gregor import Broker, check, eq, log, wait_until  # noqa: E402
+from syncshim import SyncShim  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 
 STREAM_S = 1.5  # how long producers stream before the cut
 
@@ -202,20 +209,59 @@ def txn_abort_verify(b, want):
     eq(got, want, "committed records after the cut")
 
 
+SHIM = {}
+
+
+def create_env():
+    SHIM["shim"] = SyncShim()
+    return SHIM["shim"].env()
+
+
+def create_workload(b, cut):
+    a = AdminClient({"bootstrap.servers": b.bootstrap})
+    acked = ["made-%d" % i for i in range(8)]
+    fs = a.create_topics([NewTopic(n, 25, 1, config={"retention.ms": "4321000"}) for n in acked])
+    for n in acked:
+        fs[n].result(timeout=60)
+    late = ["late-%d" % i for i in range(8)]
+    SHIM["shim"].hold_syncfs()
+    a.create_topics([NewTopic(n, 25, 1, config={"retention.ms": "4321000"}) for n in late], request_timeout=5)
+    data = b.data_dir
+    wait_until(lambda: sum(d.startswith("late-") for d in os.listdir(data)) >= 8 * 25, 30,
+               "the second round's files")
+    cut()
+    return {"acked": acked, "late": late}
+
+
+def create_verify(b, st):
+    a = AdminClient({"bootstrap.servers": b.bootstrap})
+    md = a.list_topics(timeout=15).topics
+    eq([n for n in st["late"] if n in md], [], "unanswered topics listed after the cut")
+    for n in st["acked"]:
+        check(n in md, "answered topic %s there after the cut" % n)
+        eq(md[n].error, None, "%s topic error" % n)
+        eq(len(md[n].partitions), 25, "partitions of %s" % n)
+        res = ConfigResource("topic", n)
+        eq(a.describe_configs([res])[res].result(timeout=15)["retention.ms"].value, "4321000",
+           "retention.ms of %s" % n)
+
+
 CASES = {
     "acks_all": (acks_all_workload, acks_all_verify),
     "acks_1": (acks_1_workload, acks_1_verify),
     "offsets": (offsets_workload, offsets_verify),
     "txn_abort": (txn_abort_workload, txn_abort_verify),
+    "create": (create_workload, create_verify, create_env),
 }
 
 
 def run_case(tmp, name):
-    workload, verify = CASES[name]
+    workload, verify = CASES[name][:2]
+    env = CASES[name][2]() if len(CASES[name]) > 2 else None
     overrides = {"num.partitions": "1", "auto.create.topics.enable": "false"}
     with disk.Disk(tmp, name) as d:
         b = Broker(data_dir=os.path.join(d.mnt, "data"), overrides=overrides, name="powercut-" + name,
-                   start=False)
+                   start=False, env=env)
         after = None
         try:
             b.start()
