@@ -49,6 +49,10 @@
 
 #define NOEFFECT "Accepted, no effect on a single node."
 #define IGNORED "Accepted for compatibility with Kafka's server.properties; ignored."
+#define ONELOOP                                                                                                        \
+	"Accepted for compatibility with Kafka's server.properties, not used: one event-loop thread serves every "     \
+	"connection and request, and threads of their own do the blocking work (fsync, compaction, topic "             \
+	"creation, file deletion, checkpoints). A value set explicitly is reported at start-up."
 
 static const struct conf_def defs[] = {
 	/* identity and listeners */
@@ -261,8 +265,8 @@ static const struct conf_def defs[] = {
 	    transaction_remove_expired_transaction_cleanup_interval_ms, 1, I32MAX, "3600000", false,
 	    "How often transactional ids past `transactional.id.expiration.ms` are removed."),
 	/* threads */
-	I32("num.network.threads", num_network_threads, 1, I32MAX, "3", true, IGNORED),
-	I32("num.io.threads", num_io_threads, 1, I32MAX, "8", true, IGNORED),
+	I32("num.network.threads", num_network_threads, 1, I32MAX, "3", true, ONELOOP),
+	I32("num.io.threads", num_io_threads, 1, I32MAX, "8", true, ONELOOP),
 	I32("num.recovery.threads.per.data.dir", num_recovery_threads_per_data_dir, 1, I32MAX, "1", true, IGNORED),
 	I32("background.threads", background_threads, 1, I32MAX, "10", true, IGNORED),
 	/* cluster */
@@ -321,6 +325,17 @@ int config_load(struct broker_cfg *cfg, const char *path, char *err, size_t errl
 int config_set(struct broker_cfg *cfg, const char *key, const char *value, char *err, size_t errlen)
 {
 	return conf_set(&table, cfg, key, value, err, errlen);
+}
+
+void config_report_unused(const struct broker_cfg *cfg)
+{
+	static const char *const keys[] = { "num.network.threads", "num.io.threads" };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (config_is_set(cfg, keys[i]))
+			log_info("%s is set but not used: one event-loop thread serves every connection and request "
+				 "(docs/configuration.md)",
+				 keys[i]);
 }
 
 bool config_is_set(const struct broker_cfg *cfg, const char *key)

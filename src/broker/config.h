@@ -229,6 +229,8 @@ int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen);
  */
 int config_get(const struct broker_cfg *cfg, const char *key, char *buf, size_t n, int *source);
 bool config_is_set(const struct broker_cfg *cfg, const char *key);
+/* Logs the Kafka settings that were set explicitly but that this broker does not use (threads). */
+void config_report_unused(const struct broker_cfg *cfg);
 /* DescribeConfigs ConfigType of a table entry. */
 int config_kafka_type(const struct conf_def *d);
 

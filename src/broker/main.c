@@ -28,6 +28,7 @@ int main(int argc, char **argv)
 	b.argc = argc;
 	b.argv = argv;
 	log_info("gregor %s starting (config %s)", GREGOR_VERSION, path ? path : "defaults");
+	config_report_unused(&b.cfg);
 	if (server_start(&b) < 0) {
 		log_error("start-up failed");
 		return 1;
