@@ -139,8 +139,19 @@ out_close:
 	return rc;
 }
 
+/*
+ * Writable: frees the blocks reserved past the file's end (ext4 drops them
+ * on a truncate, even to the same size); the next entry reserves anew.
+ */
+static void idxfile_trim(struct idxfile *f)
+{
+	if (f->path && f->cap > f->n && truncate(f->path, (off_t)f->n * f->disk_size) == 0)
+		f->cap = f->n;
+}
+
 void idxfile_close(struct idxfile *f)
 {
+	idxfile_trim(f); /* harmless if it fails: a renamed (cleaned) file keeps a few blocks */
 	idxfile_unmap(f);
 	free(f->path);
 	f->path = NULL;
@@ -183,11 +194,12 @@ int idxfile_reset(struct idxfile *f)
 	return truncate(f->path, 0) < 0 ? -errno : 0;
 }
 
-int idxfile_sync(const struct idxfile *f, int (*sync_fn)(int fd))
+int idxfile_sync(struct idxfile *f, int (*sync_fn)(int fd))
 {
-	int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-	int rc;
+	int fd, rc;
 
+	idxfile_trim(f);
+	fd = open(f->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	rc = sync_fn(fd);

@@ -62,7 +62,7 @@ int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc,
  * 0 or -errno (nothing held).
  */
 int idxfile_map(struct idxfile *f, const char *path, uint32_t disk_size);
-/* Unmaps and drops the entries (a writable file is already exactly as long as its entries). */
+/* Unmaps and drops the entries; a writable file's reserved room past its end is freed. */
 void idxfile_close(struct idxfile *f);
 /*
  * Writable only: adds raw (disk_size bytes) after the last entry: extends
@@ -71,8 +71,12 @@ void idxfile_close(struct idxfile *f);
  * only sparser there, every search stays right.
  */
 int idxfile_append(struct idxfile *f, const uint8_t *raw);
-/* Writable only: sync_fn (0 or -errno, e.g. durable_fdatasync) of the file, opened by name.  0 or -errno. */
-int idxfile_sync(const struct idxfile *f, int (*sync_fn)(int fd));
+/*
+ * Writable only: frees the reserved room past the file's end, then
+ * sync_fn (0 or -errno, e.g. durable_fdatasync) of the file, opened by
+ * name.  0 or -errno.
+ */
+int idxfile_sync(struct idxfile *f, int (*sync_fn)(int fd));
 /* Writable only: drops every entry (memory and file) and clears bad. */
 int idxfile_reset(struct idxfile *f);
 static inline bool idxfile_full(const struct idxfile *f)

@@ -169,7 +169,7 @@ void seg_retire(struct seg *seg)
 {
 	assert(!seg->sealed);
 	seg->sealed = true;
-	seg_files_drop(seg); /* truncates the indexes to their entries */
+	seg_files_drop(seg); /* unmaps the indexes */
 }
 
 /* Opens the .log read-only and maps the indexes of a sealed segment; a bad index is dropped (reads scan). */
