@@ -55,10 +55,11 @@ static void idxfile_unmap(struct idxfile *f)
 
 /*
  * Writable: maps (or remaps) the file fd with room for at least want
- * entries, doubling, and reserves the blocks under the room past the
- * file's end.  0 or -errno (the old mapping stays).
+ * entries, doubling, and with reserve, reserves the blocks under the room
+ * past the file's end (without, the room is not used: cap is want).
+ * 0 or -errno (the old mapping stays).
  */
-static int idxfile_room(struct idxfile *f, int fd, int32_t want)
+static int idxfile_room(struct idxfile *f, int fd, int32_t want, bool reserve)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = f->map_len ? f->map_len : IDXFILE_MIN_MAP;
 	void *p;
@@ -66,7 +67,7 @@ static int idxfile_room(struct idxfile *f, int fd, int32_t want)
 	while (len / f->disk_size < (size_t)want)
 		len *= 2;
 	len = (len + page - 1) / page * page;
-	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)len) < 0 && errno != EOPNOTSUPP)
+	if (reserve && fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)len) < 0 && errno != EOPNOTSUPP)
 		return -errno;
 	if (f->raw)
 		p = mremap(f->raw, f->map_len, len, MREMAP_MAYMOVE);
@@ -76,7 +77,7 @@ static int idxfile_room(struct idxfile *f, int fd, int32_t want)
 		return -errno;
 	f->raw = p;
 	f->map_len = len;
-	f->cap = (int32_t)(len / f->disk_size);
+	f->cap = reserve ? (int32_t)(len / f->disk_size) : want;
 	return 0;
 }
 
@@ -95,13 +96,8 @@ int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc,
 		rc = -ENOMEM;
 	else if (fstat(fd, &st) < 0)
 		rc = -errno;
-	else if ((n = idxfile_count(f, st.st_size)) > 0) {
-		rc = idxfile_room(f, fd, n);
-		if (rc == -ENOSPC)
-			rc = 0, f->bad = true; /* no room to map it: rebuilt (and then not indexed) */
-		else if (!rc)
-			f->n = n;
-	}
+	else if ((n = idxfile_count(f, st.st_size)) > 0 && !(rc = idxfile_room(f, fd, n, false)))
+		f->n = n; /* nothing reserved until an entry is added: an idle segment costs no blocks */
 	close(fd);
 	if (rc)
 		idxfile_close(f);
@@ -168,7 +164,7 @@ static int idxfile_reserve(struct idxfile *f)
 	fd = open(f->path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	rc = idxfile_room(f, fd, f->n + 1);
+	rc = idxfile_room(f, fd, f->n + 1, true);
 	close(fd);
 	return rc;
 }
