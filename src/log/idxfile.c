@@ -154,7 +154,30 @@ void idxfile_close(struct idxfile *f)
 	f->n = 0;
 }
 
-/* Writable: room for one more entry, opening the file only when the mapping must grow. */
+void idxfile_park(struct idxfile *f)
+{
+	if (f->path) {
+		idxfile_trim(f);
+		idxfile_unmap(f);
+	}
+}
+
+int idxfile_wake(struct idxfile *f)
+{
+	int fd, rc;
+
+	if (!f->path || f->raw || !f->n)
+		return 0;
+	fd = open(f->path, O_RDWR | O_CLOEXEC);
+	rc = fd < 0 ? -errno : idxfile_room(f, fd, f->n, false);
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		f->n = 0;
+	return rc;
+}
+
+/* Writable: room for one more entry (mapping a parked file), opening the file only when the mapping must grow. */
 static int idxfile_reserve(struct idxfile *f)
 {
 	int fd, rc;

@@ -65,6 +65,17 @@ int idxfile_map(struct idxfile *f, const char *path, uint32_t disk_size);
 /* Unmaps and drops the entries; a writable file's reserved room past its end is freed. */
 void idxfile_close(struct idxfile *f);
 /*
+ * Writable: drops the mapping, keeping the count of entries (an idle
+ * active segment then holds no memory-map entry and no mapped page-cache
+ * pages); idxfile_wake() or the next append maps it again.
+ */
+void idxfile_park(struct idxfile *f);
+/*
+ * Writable: maps a parked file again; a no-op unless parked.  0 or -errno
+ * (the index then holds no entries: searches scan from the segment start).
+ */
+int idxfile_wake(struct idxfile *f);
+/*
  * Writable only: adds raw (disk_size bytes) after the last entry: extends
  * the file, then writes the entry through the mapping.  0 or -errno; on
  * error (no room on disk, no memory) the entry is not added: the index is

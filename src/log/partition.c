@@ -565,6 +565,7 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 	if (rc)
 		goto out_free;
 	part_dir_release(part);
+	seg_park(part_active(part)); /* an idle partition maps nothing */
 	*out = part;
 	return 0;
 out_free:
@@ -951,7 +952,7 @@ static bool part_time_candidate(const struct seg *seg, const struct batch_hdr *h
 static int part_time_in_seg(struct part *part, int i, int64_t ts, int64_t *offset_out, int64_t *ts_out)
 {
 	struct seg *seg = part->segs[i];
-	int32_t rel = seg->ts_unknown ? -1 : timeidx_lookup(&seg->ti, ts);
+	int32_t rel = seg->ts_unknown || seg_use(seg) ? -1 : timeidx_lookup(&seg->ti, ts);
 	int64_t from = rel < 0 ? seg->base_offset : seg->base_offset + rel;
 	struct seg_iter it;
 	struct batch_hdr h;

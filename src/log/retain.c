@@ -84,8 +84,11 @@ void part_delete_seg_files(struct part *part, int64_t base)
 
 void part_drop_head(struct part *part, int n)
 {
+	bool held;
+
 	if (n >= part->nsegs)
 		n = part->nsegs - 1;
+	held = n > 0 && part_dir_hold(part) >= 0; /* one open for every segment's renames */
 	for (int i = 0; i < n; i++) {
 		struct seg *seg = part->segs[0];
 
@@ -103,6 +106,8 @@ void part_drop_head(struct part *part, int n)
 		part_advance_log_start(part, part->segs[0]->base_offset);
 	if (n > 0) /* transactions: drop index entries and files of deleted segments */
 		txnidx_truncate_head(part);
+	if (held)
+		part_dir_release(part);
 }
 
 /* The time retention.ms counts from: max batch timestamp, else file mtime. */

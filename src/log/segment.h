@@ -107,10 +107,17 @@ void seg_retire(struct seg *seg);
 /*
  * Makes a sealed segment readable: opens its .log and maps its indexes if
  * they are not (and learns its statistics the first time), and marks it
- * most recently used in the cache, which may evict another segment.  A
- * no-op for a writable segment.  0 or -errno.
+ * most recently used in the cache, which may evict another segment.  For a
+ * writable segment, maps its indexes again if they were parked.  0 or
+ * -errno.
  */
 int seg_use(struct seg *seg);
+/*
+ * A writable segment that may stay idle (the active segment of a partition
+ * just opened) drops its index mappings; seg_use() or the next append maps
+ * them again.
+ */
+void seg_park(struct seg *seg);
 /* seg_use(), then a reference to the .log for the caller to keep (fdref_put it). 0 or -errno. */
 int seg_ref(struct seg *seg, struct fdref **out);
 /* pread(2) of the .log through seg_use(): bytes read or -errno. */

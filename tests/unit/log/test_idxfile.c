@@ -2,8 +2,9 @@
  * test_idxfile.c - a writable index file held as a mapping with no
  * descriptor: the file exactly as long as its entries after every append
  * (across the mapping's growth), room reserved past its end while written
- * and freed at sync and close, entries read back after a reopen, reset,
- * and no descriptor left open on the file at any point.
+ * and freed at sync and close, entries read back after a reopen, parked
+ * (unmapped) and mapped again, reset, and no descriptor left open on the
+ * file at any point.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -93,6 +94,15 @@ static void test_writable_mapped(void **state)
 	assert_true(offidx_valid(&oi, (int64_t)ENTRIES * 100 + 1));
 	for (int32_t i = 0; i <= ENTRIES; i++)
 		assert_int_equal(offidx_ent(&oi, i).pos, i * 100);
+	idxfile_park(&oi.f); /* an idle active segment: no mapping, entries still counted */
+	assert_null(oi.f.raw);
+	assert_int_equal(oi.f.n, ENTRIES + 1);
+	assert_int_equal(idxfile_wake(&oi.f), 0);
+	assert_int_equal(offidx_lookup(&oi, 1500), 150000);
+	idxfile_park(&oi.f); /* an append maps it again */
+	assert_int_equal(offidx_append(&oi, ENTRIES + 1, (ENTRIES + 1) * 100), 0);
+	assert_int_equal(offidx_ent(&oi, ENTRIES).pos, ENTRIES * 100);
+	assert_int_equal(stat_of(path).st_size, (int64_t)(ENTRIES + 2) * OFFIDX_ENTRY_SIZE);
 	assert_int_equal(fds_under(dir), 0);
 	assert_int_equal(offidx_reset(&oi), 0);
 	assert_int_equal(stat_of(path).st_size, 0);
