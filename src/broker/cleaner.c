@@ -57,6 +57,7 @@ static void *cleaner_main(void *arg)
 			c->todo = NULL;
 			pthread_mutex_unlock(&c->mu);
 			compact_run(job, c->map, &c->cancel, c->rate);
+			clean_map_clear(c->map); /* gives its pages back until the next pass */
 			pthread_mutex_lock(&c->mu);
 			c->done = job;
 			loop_wake(c->b->loop);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -416,6 +417,35 @@ void broker_after_events(void *arg)
 	conn_reap();
 }
 
+/*
+ * Raises the soft descriptor limit to the hard one: the broker needs one
+ * descriptor per partition, up to log.segment.fd.cache.size for sealed
+ * segments being read and one per connection (docs/operations.md,
+ * "Descriptor budget"), and the soft limit a service starts with (often
+ * 1024) is only a default.  Logs the budget either way.
+ */
+static void server_raise_nofile(const struct broker *b)
+{
+	struct rlimit rl;
+	unsigned long long was;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	was = (unsigned long long)rl.rlim_cur;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+			log_warn("descriptors: cannot raise the soft limit %llu to the hard limit: %s", was,
+				 strerror(errno));
+			rl.rlim_cur = (rlim_t)was;
+		}
+	}
+	log_info("descriptors: limit %llu (soft limit was %llu, hard %llu); budget: 1 per partition, up to %d for "
+		 "sealed segments (log.segment.fd.cache.size), 1 per connection",
+		 (unsigned long long)rl.rlim_cur, was, (unsigned long long)rl.rlim_max,
+		 b->cfg.log_segment_fd_cache_size);
+}
+
 int server_start(struct broker *b)
 {
 	int err;
@@ -424,6 +454,7 @@ int server_start(struct broker *b)
 	b->node_id = b->cfg.node_id;
 	conn_set_queued_max(b->cfg.queued_max_request_bytes);
 	seg_cache_resize(b->cfg.log_segment_fd_cache_size);
+	server_raise_nofile(b);
 	err = loop_new(&b->loop);
 	if (!err) /* before any thread exists, so every thread blocks them */
 		err = server_signals(b);

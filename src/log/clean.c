@@ -4,8 +4,11 @@
  *
  * The map is one flat array of slots {128-bit key hash, offset}, open
  * addressing with linear probing, sized once from the byte budget as
- * Kafka's SkimpyOffsetMap is; an offset of -1 marks a free slot (log
- * offsets are >= 0).  Keys are never stored, only their hash: two keys
+ * Kafka's SkimpyOffsetMap is.  A slot stores its offset + 1, 0 marking a
+ * free slot (log offsets are >= 0), so the array is an anonymous mapping
+ * whose untouched pages are free slots: an idle broker's map costs no
+ * memory, and a clear gives the pages back (MADV_DONTNEED) instead of
+ * writing every slot.  Keys are never stored, only their hash: two keys
  * whose 128-bit hashes collide would share a slot, which is why the hash
  * is wide (Kafka takes the same risk with MD5).
  *
@@ -19,13 +22,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "proto/codec.h"
 
 struct clean_slot {
 	uint64_t h1, h2;
-	int64_t offset; /* -1: free */
+	int64_t offset1; /* offset + 1; 0: free */
 };
 
 struct clean_map {
@@ -82,14 +86,15 @@ int clean_map_new(size_t buffer_bytes, double load_factor, struct clean_map **ou
 	map = calloc(1, sizeof(*map));
 	if (!map)
 		return -ENOMEM;
-	map->slots = malloc(nslots * sizeof(*map->slots));
-	if (!map->slots) {
+	map->slots =
+		mmap(NULL, nslots * sizeof(*map->slots), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map->slots == MAP_FAILED) {
 		free(map);
 		return -ENOMEM;
 	}
 	map->nslots = nslots;
 	map->max_keys = max_keys;
-	clean_map_clear(map);
+	map->latest_offset = -1;
 	*out = map;
 	return 0;
 }
@@ -98,15 +103,15 @@ void clean_map_free(struct clean_map *map)
 {
 	if (!map)
 		return;
-	free(map->slots);
+	munmap(map->slots, map->nslots * sizeof(*map->slots));
 	map->slots = NULL;
 	free(map);
 }
 
 void clean_map_clear(struct clean_map *map)
 {
-	for (size_t i = 0; i < map->nslots; i++)
-		map->slots[i].offset = -1;
+	if (map->count && madvise(map->slots, map->nslots * sizeof(*map->slots), MADV_DONTNEED) < 0)
+		memset(map->slots, 0, map->nslots * sizeof(*map->slots)); /* cannot happen for an anonymous mapping */
 	map->count = 0;
 	map->latest_offset = -1;
 }
@@ -120,7 +125,7 @@ static struct clean_slot *clean_map_find(const struct clean_map *map, uint64_t h
 	for (size_t i = (size_t)(h1 % map->nslots);; i = i + 1 == map->nslots ? 0 : i + 1) {
 		struct clean_slot *s = &map->slots[i];
 
-		if (s->offset < 0 || (s->h1 == h1 && s->h2 == h2))
+		if (!s->offset1 || (s->h1 == h1 && s->h2 == h2))
 			return s;
 	}
 }
@@ -132,14 +137,14 @@ int clean_map_put(struct clean_map *map, const uint8_t *key, size_t key_len, int
 
 	clean_hash(key, key_len, &h1, &h2);
 	s = clean_map_find(map, h1, h2);
-	if (s->offset < 0) {
+	if (!s->offset1) {
 		if (map->count >= map->max_keys)
 			return -ENOSPC;
 		map->count++;
 		s->h1 = h1;
 		s->h2 = h2;
 	}
-	s->offset = offset;
+	s->offset1 = offset + 1;
 	map->latest_offset = offset;
 	return 0;
 }
@@ -149,7 +154,7 @@ int64_t clean_map_get(const struct clean_map *map, const uint8_t *key, size_t ke
 	uint64_t h1, h2;
 
 	clean_hash(key, key_len, &h1, &h2);
-	return clean_map_find(map, h1, h2)->offset;
+	return clean_map_find(map, h1, h2)->offset1 - 1;
 }
 
 int64_t clean_map_latest_offset(const struct clean_map *map)

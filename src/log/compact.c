@@ -156,7 +156,7 @@ struct compact_job *compact_plan(struct part *part, const struct compact_cfg *cf
 	*job = (struct compact_job){ .part = part,
 				     .gen = part->head_gen,
 				     .dir = strdup(part->dir),
-				     .dir_fd = dup(part->dir_fd),
+				     .dir_fd = open(part->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), /* the job's own */
 				     .cfg = *cfg,
 				     .segment_bytes = part->cfg.segment_bytes,
 				     .index_interval_bytes = part->cfg.index_interval_bytes,
@@ -383,7 +383,7 @@ static void compact_remove_leftovers(struct part *part)
 	while ((de = readdir(d)))
 		if (compact_has_suffix(de->d_name, ".cleaned") || compact_has_suffix(de->d_name, ".swap")) {
 			log_info("log: removing unfinished cleaner file '%s/%s'", part->dir, de->d_name);
-			unlinkat(part->dir_fd, de->d_name, 0);
+			unlinkat(dirfd(d), de->d_name, 0);
 		}
 	closedir(d);
 }

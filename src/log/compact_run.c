@@ -235,11 +235,18 @@ static int compact_write_txnidx(struct compact_job *job, struct compact_out *o, 
 	return rc;
 }
 
+static int compact_fdatasync(int fd)
+{
+	return fdatasync(fd) < 0 ? -errno : 0;
+}
+
 static int compact_sync_seg(struct seg *seg)
 {
-	if (fdatasync(seg->log->fd) < 0 || fdatasync(seg->oi.f.ref->fd) < 0 || fdatasync(seg->ti.f.ref->fd) < 0)
-		return -errno;
-	return 0;
+	int rc = compact_fdatasync(seg->log->fd);
+
+	if (!rc)
+		rc = idxfile_sync(&seg->oi.f, compact_fdatasync);
+	return rc ? rc : idxfile_sync(&seg->ti.f, compact_fdatasync);
 }
 
 /* Renames the .cleaned files of o to .swap (.log last, compact.h). */

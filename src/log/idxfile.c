@@ -1,4 +1,4 @@
-/* idxfile.c - load, map, extend and truncate a fixed-size-entry index file (shape in idxfile.h). */
+/* idxfile.c - map, extend and sync a fixed-size-entry index file (shape in idxfile.h). */
 #include "log/idxfile.h"
 
 #include <errno.h>
@@ -8,6 +8,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define IDXFILE_MIN_MAP 4096 /* the first mapping of a writable index: one page of entries */
 
 void idxfile_put_be(uint8_t *p, uint64_t v, int n)
 {
@@ -26,30 +28,13 @@ uint64_t idxfile_get_be(const uint8_t *p, int n)
 
 static void idxfile_init(struct idxfile *f, int32_t max_n, uint32_t disk_size)
 {
-	f->ref = NULL;
+	f->path = NULL;
 	f->raw = NULL;
 	f->map_len = 0;
 	f->n = f->cap = 0;
 	f->max_n = max_n > 0 ? max_n : 1;
 	f->disk_size = disk_size;
 	f->bad = false;
-}
-
-static int idxfile_grow(struct idxfile *f, int32_t want)
-{
-	uint8_t *nr;
-	int32_t cap = f->cap ? f->cap : 64;
-
-	while (cap < want)
-		cap *= 2;
-	if (cap <= f->cap)
-		return 0;
-	nr = realloc(f->raw, (size_t)cap * f->disk_size);
-	if (!nr)
-		return -ENOMEM;
-	f->raw = nr;
-	f->cap = cap;
-	return 0;
 }
 
 /* Entries in a file of size bytes, or -1 (sets bad) if the size is not a whole number of them. */
@@ -59,39 +44,61 @@ static int32_t idxfile_count(struct idxfile *f, int64_t size)
 	return f->bad ? -1 : (int32_t)(size / f->disk_size);
 }
 
-static int idxfile_load(struct idxfile *f, int fd)
+static void idxfile_unmap(struct idxfile *f)
 {
-	struct stat st;
-	int32_t n;
-	int rc;
+	if (f->raw)
+		munmap(f->raw, f->map_len);
+	f->raw = NULL;
+	f->map_len = 0;
+	f->cap = 0;
+}
 
-	if (fstat(fd, &st) < 0)
+/*
+ * Writable: maps (or remaps) the file fd with room for at least want
+ * entries, doubling, and with reserve, reserves the blocks under the room
+ * past the file's end (without, the room is not used: cap is want).
+ * 0 or -errno (the old mapping stays).
+ */
+static int idxfile_room(struct idxfile *f, int fd, int32_t want, bool reserve)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = f->map_len ? f->map_len : IDXFILE_MIN_MAP;
+	void *p;
+
+	while (len / f->disk_size < (size_t)want)
+		len *= 2;
+	len = (len + page - 1) / page * page;
+	if (reserve && fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)len) < 0 && errno != EOPNOTSUPP)
 		return -errno;
-	n = idxfile_count(f, st.st_size);
-	if (n <= 0)
-		return 0;
-	rc = idxfile_grow(f, n);
-	if (rc)
-		return rc;
-	if (pread(fd, f->raw, (size_t)st.st_size, 0) != st.st_size)
-		f->bad = true; /* shrank under us or I/O error: rebuild */
+	if (f->raw)
+		p = mremap(f->raw, f->map_len, len, MREMAP_MAYMOVE);
 	else
-		f->n = n;
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	f->raw = p;
+	f->map_len = len;
+	f->cap = reserve ? (int32_t)(len / f->disk_size) : want;
 	return 0;
 }
 
 int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc, uint32_t disk_size)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (trunc ? O_TRUNC : 0), 0644);
-	int rc;
+	struct stat st;
+	int32_t n;
+	int rc = 0;
 
 	idxfile_init(f, max_n, disk_size);
 	if (fd < 0)
 		return -errno;
-	f->ref = fdref_new(fd);
-	if (!f->ref)
-		return -ENOMEM;
-	rc = idxfile_load(f, fd);
+	f->path = strdup(path);
+	if (!f->path)
+		rc = -ENOMEM;
+	else if (fstat(fd, &st) < 0)
+		rc = -errno;
+	else if ((n = idxfile_count(f, st.st_size)) > 0 && !(rc = idxfile_room(f, fd, n, false)))
+		f->n = n; /* nothing reserved until an entry is added: an idle segment costs no blocks */
+	close(fd);
 	if (rc)
 		idxfile_close(f);
 	return rc;
@@ -128,41 +135,93 @@ out_close:
 	return rc;
 }
 
+/*
+ * Writable: frees the blocks reserved past the file's end (ext4 drops them
+ * on a truncate, even to the same size); the next entry reserves anew.
+ */
+static void idxfile_trim(struct idxfile *f)
+{
+	if (f->path && f->cap > f->n && truncate(f->path, (off_t)f->n * f->disk_size) == 0)
+		f->cap = f->n;
+}
+
 void idxfile_close(struct idxfile *f)
 {
-	if (f->map_len) {
-		munmap(f->raw, f->map_len);
-		f->map_len = 0;
-	} else {
-		if (f->ref && ftruncate(f->ref->fd, (off_t)f->n * f->disk_size) < 0) {
-			/* harmless: a bad index is rebuilt at the next open */
-		}
-		free(f->raw);
+	idxfile_trim(f); /* harmless if it fails: a renamed (cleaned) file keeps a few blocks */
+	idxfile_unmap(f);
+	free(f->path);
+	f->path = NULL;
+	f->n = 0;
+}
+
+void idxfile_park(struct idxfile *f)
+{
+	if (f->path) {
+		idxfile_trim(f);
+		idxfile_unmap(f);
 	}
-	fdref_put(f->ref);
-	f->ref = NULL;
-	f->raw = NULL;
-	f->n = f->cap = 0;
+}
+
+int idxfile_wake(struct idxfile *f)
+{
+	int fd, rc;
+
+	if (!f->path || f->raw || !f->n)
+		return 0;
+	fd = open(f->path, O_RDWR | O_CLOEXEC);
+	rc = fd < 0 ? -errno : idxfile_room(f, fd, f->n, false);
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		f->n = 0;
+	return rc;
+}
+
+/* Writable: room for one more entry (mapping a parked file), opening the file only when the mapping must grow. */
+static int idxfile_reserve(struct idxfile *f)
+{
+	int fd, rc;
+
+	if (f->n < f->cap)
+		return 0;
+	fd = open(f->path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = idxfile_room(f, fd, f->n + 1, true);
+	close(fd);
+	return rc;
 }
 
 int idxfile_append(struct idxfile *f, const uint8_t *raw)
 {
-	int rc = idxfile_grow(f, f->n + 1);
-	ssize_t n;
+	int rc = idxfile_reserve(f);
 
 	if (rc)
 		return rc;
+	if (truncate(f->path, (off_t)(f->n + 1) * f->disk_size) < 0)
+		return -errno;
 	memcpy(f->raw + (size_t)f->n * f->disk_size, raw, f->disk_size);
 	f->n++;
-	n = pwrite(f->ref->fd, raw, f->disk_size, (off_t)(f->n - 1) * f->disk_size);
-	if (n < 0)
-		return -errno;
-	return n == (ssize_t)f->disk_size ? 0 : -ENOSPC;
+	return 0;
 }
 
 int idxfile_reset(struct idxfile *f)
 {
 	f->n = 0;
 	f->bad = false;
-	return ftruncate(f->ref->fd, 0) < 0 ? -errno : 0;
+	idxfile_unmap(f); /* truncating frees the reserved blocks: the next entry reserves anew */
+	return truncate(f->path, 0) < 0 ? -errno : 0;
+}
+
+int idxfile_sync(struct idxfile *f, int (*sync_fn)(int fd))
+{
+	int fd, rc;
+
+	idxfile_trim(f);
+	fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = sync_fn(fd);
+	close(fd);
+	return rc;
 }

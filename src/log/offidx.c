@@ -49,7 +49,10 @@ bool offidx_valid_last(const struct offidx *oi, int64_t log_size)
 int offidx_append(struct offidx *oi, int32_t rel, int32_t pos)
 {
 	uint8_t raw[OFFIDX_ENTRY_SIZE];
+	int rc = idxfile_wake(&oi->f); /* the last entry is read below */
 
+	if (rc)
+		return rc;
 	assert(!oi->f.n || (rel > offidx_ent(oi, oi->f.n - 1).rel && pos > offidx_ent(oi, oi->f.n - 1).pos));
 	idxfile_put_be(raw, (uint32_t)rel, 4);
 	idxfile_put_be(raw + 4, (uint32_t)pos, 4);

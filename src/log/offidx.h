@@ -14,11 +14,10 @@
  * position of the last entry whose offset <= O; a forward scan of batch
  * headers from there finds the batch holding O.
  *
- * The active segment's index lives in memory (a sparse index of a 1 GiB
- * segment at 4 KiB intervals is 2 MiB at most) and is written with pwrite
- * as entries are added, the file always exactly as long as its entries; a
- * sealed segment's is mapped read-only while the segment is read
- * (idxfile.h).
+ * The active segment's index is mapped read-write (a sparse index of a
+ * 1 GiB segment at 4 KiB intervals is 2 MiB at most), the file always
+ * exactly as long as its entries; a sealed segment's is mapped read-only
+ * while the segment is read (idxfile.h).
  */
 #ifndef GREGOR_LOG_OFFIDX_H
 #define GREGOR_LOG_OFFIDX_H

@@ -24,7 +24,8 @@
 
 struct part {
 	char *dir;
-	int dir_fd; /* for fsync after creating/renaming files */
+	int dir_fd;    /* the directory while held (part_dir_hold), else -1; event-loop thread only */
+	int dir_holds; /* nested holds of dir_fd */
 	struct part_cfg cfg;
 	pthread_mutex_t mu;
 	struct seg **segs;   /* ascending base offsets; the last is active (mu) */
@@ -60,6 +61,17 @@ static inline struct seg *part_active(const struct part *part)
 {
 	return part->segs[part->nsegs - 1];
 }
+
+/*
+ * The partition directory (O_DIRECTORY) for *at() calls and the fsync after
+ * creating, renaming or removing a file: opened at the first hold, closed
+ * at the last release, so an idle partition holds no descriptor on it.
+ * Holds nest (part_open holds it throughout).  Event-loop thread only: the
+ * flusher (part_sync) and the cleaner's jobs open their own.  Returns the
+ * descriptor (also in part->dir_fd) or -errno, when nothing is held.
+ */
+int part_dir_hold(struct part *part);
+void part_dir_release(struct part *part);
 
 #define PART_DELETED_SUFFIX ".deleted" /* Kafka's: a deleted segment's files waiting for removal */
 

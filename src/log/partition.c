@@ -199,7 +199,7 @@ static void part_remove_orphans(struct part *part)
 			part_discard_file(part, de->d_name, 0);
 		} else if (orphan) {
 			log_info("log: removing stray file '%s/%s'", part->dir, de->d_name);
-			unlinkat(part->dir_fd, de->d_name, 0);
+			unlinkat(dirfd(d), de->d_name, 0);
 		}
 	}
 	closedir(d);
@@ -444,7 +444,11 @@ static void part_write_pstate(struct part *part, const char *why)
 
 	if (!ps->dirty && ps->snap_offset == part->leo)
 		return;
-	rc = pstate_snapshot_write(ps, part->dir_fd, part->dir, part->leo);
+	rc = part_dir_hold(part);
+	if (rc >= 0) {
+		rc = pstate_snapshot_write(ps, part->dir_fd, part->dir, part->leo);
+		part_dir_release(part);
+	}
 	if (rc)
 		log_warn("log: '%s': cannot write the producer snapshot at %s: %s", part->dir, why, strerror(-rc));
 }
@@ -472,6 +476,25 @@ static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
 	txnidx_init(&part->txnidx);
 	part_set_cfg(part, cfg);
 	return part;
+}
+
+int part_dir_hold(struct part *part)
+{
+	if (!part->dir_holds) {
+		part->dir_fd = open(part->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (part->dir_fd < 0)
+			return -errno;
+	}
+	part->dir_holds++;
+	return part->dir_fd;
+}
+
+void part_dir_release(struct part *part)
+{
+	if (--part->dir_holds == 0) {
+		close(part->dir_fd);
+		part->dir_fd = -1;
+	}
 }
 
 static void part_free(struct part *part)
@@ -517,11 +540,9 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 	rc = durable_mkdir(dir, 0755); /* a new directory's entry synced in the log dir */
 	if (rc)
 		goto out_free;
-	part->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (part->dir_fd < 0) {
-		rc = -errno;
+	rc = part_dir_hold(part); /* released once open: idle, the partition holds no directory descriptor */
+	if (rc < 0)
 		goto out_free;
-	}
 	log_start = part_read_log_start(part);
 	rc = compact_recover(part); /* before the segments are listed */
 	if (!rc)
@@ -543,6 +564,8 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 		rc = part_sync_recovered(part);
 	if (rc)
 		goto out_free;
+	part_dir_release(part);
+	seg_park(part_active(part)); /* an idle partition maps nothing */
 	*out = part;
 	return 0;
 out_free:
@@ -557,9 +580,9 @@ int part_close(struct part *part)
 	seg_seal(part_active(part));
 	rc = part_sync(part);
 	if (!rc) /* part_sync leaves the active segment's indexes out */
-		rc = durable_fdatasync(part_active(part)->oi.f.ref->fd);
+		rc = idxfile_sync(&part_active(part)->oi.f, durable_fdatasync);
 	if (!rc)
-		rc = durable_fdatasync(part_active(part)->ti.f.ref->fd);
+		rc = idxfile_sync(&part_active(part)->ti.f, durable_fdatasync);
 	if (rc)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
 	part_write_pstate(part, "close");
@@ -929,7 +952,7 @@ static bool part_time_candidate(const struct seg *seg, const struct batch_hdr *h
 static int part_time_in_seg(struct part *part, int i, int64_t ts, int64_t *offset_out, int64_t *ts_out)
 {
 	struct seg *seg = part->segs[i];
-	int32_t rel = seg->ts_unknown ? -1 : timeidx_lookup(&seg->ti, ts);
+	int32_t rel = seg->ts_unknown || seg_use(seg) ? -1 : timeidx_lookup(&seg->ti, ts);
 	int64_t from = rel < 0 ? seg->base_offset : seg->base_offset + rel;
 	struct seg_iter it;
 	struct batch_hdr h;
@@ -1027,10 +1050,17 @@ int32_t part_leader_epoch(const struct part *part)
 
 int part_set_leader_epoch(struct part *part, int32_t leader_epoch)
 {
+	int rc;
+
 	part->leader_epoch = leader_epoch;
 	if (!epochs_assign(&part->epochs, leader_epoch, part->leo))
 		return 0;
-	return epochs_write(&part->epochs, part->dir_fd);
+	rc = part_dir_hold(part);
+	if (rc < 0)
+		return rc;
+	rc = epochs_write(&part->epochs, part->dir_fd);
+	part_dir_release(part);
+	return rc;
 }
 
 bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out, int64_t *end_offset_out)
@@ -1105,13 +1135,13 @@ static int sync_collect(struct part *part, struct sync_set *s)
 }
 
 /* fdatasyncs <base><ext> if it still exists (retention or the cleaner may have removed it meanwhile). */
-static int sync_by_name(struct part *part, int64_t base, const char *ext)
+static int sync_by_name(int dir_fd, int64_t base, const char *ext)
 {
 	char name[64];
 	int fd, rc;
 
 	snprintf(name, sizeof(name), "%020" PRId64 "%s", base, ext);
-	fd = openat(part->dir_fd, name, O_RDONLY | O_CLOEXEC);
+	fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
 	rc = durable_fdatasync(fd);
@@ -1119,23 +1149,34 @@ static int sync_by_name(struct part *part, int64_t base, const char *ext)
 	return rc;
 }
 
-/* fdatasyncs the collected files (dropping the reference), then the directory. */
+/*
+ * fdatasyncs the collected files, then the directory.  The directory is
+ * opened here, only when a round has more than the active .log to sync (any
+ * thread: part->dir_fd is the event loop's).
+ */
 static int sync_files(struct part *part, struct sync_set *s)
 {
-	int rc = durable_fdatasync(s->active->fd);
+	int rc = durable_fdatasync(s->active->fd), dir_fd = -1;
 
+	if (!rc && (s->n || s->ntxn || s->dir)) {
+		dir_fd = open(part->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dir_fd < 0)
+			rc = -errno;
+	}
 	for (int i = 0; i < s->n && !rc; i++) {
 		if (s->files[i].log)
-			rc = sync_by_name(part, s->files[i].base, ".log");
+			rc = sync_by_name(dir_fd, s->files[i].base, ".log");
 		if (!rc && s->files[i].idx)
-			rc = sync_by_name(part, s->files[i].base, ".index");
+			rc = sync_by_name(dir_fd, s->files[i].base, ".index");
 		if (!rc && s->files[i].idx)
-			rc = sync_by_name(part, s->files[i].base, ".timeindex");
+			rc = sync_by_name(dir_fd, s->files[i].base, ".timeindex");
 	}
 	for (int i = 0; i < s->ntxn && !rc; i++)
-		rc = txnidx_sync_file(part->dir_fd, s->txn_bases[i]);
+		rc = txnidx_sync_file(dir_fd, s->txn_bases[i]);
 	if (!rc && s->dir)
-		rc = durable_fsync(part->dir_fd);
+		rc = durable_fsync(dir_fd);
+	if (dir_fd >= 0)
+		close(dir_fd);
 	return rc;
 }
 

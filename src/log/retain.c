@@ -32,18 +32,21 @@
 
 void part_advance_log_start(struct part *part, int64_t offset)
 {
+	int rc;
+
 	if (offset <= part->log_start_offset)
 		return;
 	part->log_start_offset = offset;
 	part->head_gen++;
 	pstate_truncate_head(&part->pstate, offset);
-	pstate_snapshot_delete_below(&part->pstate, part->dir_fd, part->dir, offset);
-	if (epochs_truncate_start(&part->epochs, offset)) {
-		int rc = epochs_write(&part->epochs, part->dir_fd);
-
-		if (rc)
-			log_warn("log: '%s': cannot write the leader epoch checkpoint: %s", part->dir, strerror(-rc));
+	rc = part_dir_hold(part);
+	if (rc >= 0) {
+		pstate_snapshot_delete_below(&part->pstate, part->dir_fd, part->dir, offset);
+		rc = epochs_truncate_start(&part->epochs, offset) ? epochs_write(&part->epochs, part->dir_fd) : 0;
+		part_dir_release(part);
 	}
+	if (rc)
+		log_warn("log: '%s': cannot write the leader epoch checkpoint: %s", part->dir, strerror(-rc));
 }
 
 void part_discard_file(struct part *part, const char *name, int64_t delay_ms)
@@ -53,7 +56,7 @@ void part_discard_file(struct part *part, const char *name, int64_t delay_ms)
 	snprintf(path, sizeof(path), "%s/%s", part->dir, name);
 	if (part->cfg.deleter && dirdel_add_file(part->cfg.deleter, path, delay_ms) == 0)
 		return;
-	if (unlinkat(part->dir_fd, name, 0) < 0 && errno != ENOENT)
+	if (unlink(path) < 0 && errno != ENOENT)
 		log_warn("log: cannot unlink '%s': %s", path, strerror(errno));
 }
 
@@ -61,11 +64,12 @@ void part_delete_seg_files(struct part *part, int64_t base)
 {
 	static const char *const exts[] = { ".index", ".timeindex", TXNIDX_EXT, ".log" };
 	char name[64], gone[64 + sizeof(PART_DELETED_SUFFIX)];
+	bool held = part->cfg.deleter && part_dir_hold(part) >= 0;
 
 	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
 		snprintf(name, sizeof(name), "%020" PRId64 "%s", base, exts[i]);
 		snprintf(gone, sizeof(gone), "%s%s", name, PART_DELETED_SUFFIX);
-		if (!part->cfg.deleter) {
+		if (!held) {
 			part_discard_file(part, name, 0);
 		} else if (renameat(part->dir_fd, name, part->dir_fd, gone) == 0) {
 			part_discard_file(part, gone, part->cfg.file_delete_delay_ms);
@@ -74,12 +78,17 @@ void part_delete_seg_files(struct part *part, int64_t base)
 			part_discard_file(part, name, 0);
 		}
 	}
+	if (held)
+		part_dir_release(part);
 }
 
 void part_drop_head(struct part *part, int n)
 {
+	bool held;
+
 	if (n >= part->nsegs)
 		n = part->nsegs - 1;
+	held = n > 0 && part_dir_hold(part) >= 0; /* one open for every segment's renames */
 	for (int i = 0; i < n; i++) {
 		struct seg *seg = part->segs[0];
 
@@ -97,6 +106,8 @@ void part_drop_head(struct part *part, int n)
 		part_advance_log_start(part, part->segs[0]->base_offset);
 	if (n > 0) /* transactions: drop index entries and files of deleted segments */
 		txnidx_truncate_head(part);
+	if (held)
+		part_dir_release(part);
 }
 
 /* The time retention.ms counts from: max batch timestamp, else file mtime. */
@@ -151,7 +162,11 @@ int part_delete_records(struct part *part, int64_t offset)
 	if (offset <= part->log_start_offset)
 		return 0;
 	snprintf(text, sizeof(text), "0\n%" PRId64 "\n", offset);
+	rc = part_dir_hold(part);
+	if (rc < 0)
+		return rc;
 	rc = checkpoint_write(part->dir_fd, LOG_START_FILE, text);
+	part_dir_release(part);
 	if (rc)
 		return rc;
 	part_advance_log_start(part, offset);

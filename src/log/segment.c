@@ -169,7 +169,7 @@ void seg_retire(struct seg *seg)
 {
 	assert(!seg->sealed);
 	seg->sealed = true;
-	seg_files_drop(seg); /* truncates the indexes to their entries */
+	seg_files_drop(seg); /* unmaps the indexes */
 }
 
 /* Opens the .log read-only and maps the indexes of a sealed segment; a bad index is dropped (reads scan). */
@@ -201,12 +201,22 @@ static int seg_files_open(struct seg *seg)
 	return 0;
 }
 
+void seg_park(struct seg *seg)
+{
+	if (!seg->sealed) {
+		idxfile_park(&seg->oi.f);
+		idxfile_park(&seg->ti.f);
+	}
+}
+
 int seg_use(struct seg *seg)
 {
 	int rc;
 
-	if (!seg->sealed)
-		return 0;
+	if (!seg->sealed) { /* maps parked indexes again */
+		rc = idxfile_wake(&seg->oi.f);
+		return rc ? rc : idxfile_wake(&seg->ti.f);
+	}
 	if (!seg->log) {
 		rc = seg_files_open(seg);
 		if (rc) {

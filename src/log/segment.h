@@ -14,8 +14,8 @@
  * A segment is held in one of two ways:
  *
  *   writable  (seg_open, seg_open_as)  the active segment, one being
- *             recovered at start-up, the cleaner's output: its three files
- *             open, indexes on the heap (idxfile.h);
+ *             recovered at start-up, the cleaner's output: its .log open,
+ *             its indexes mapped read-write with no descriptor (idxfile.h);
  *   sealed    (seg_open_sealed, seg_retire)  every other segment: nothing
  *             open while nobody reads it, only this struct.  A read calls
  *             seg_use(), which opens the .log read-only and maps both
@@ -28,8 +28,8 @@
  *             seg_ref(), which an eviction does not close.
  *
  * The event-loop thread owns a segment and is the only user of the cache;
- * the flusher thread only takes an fdref of the active segment's files
- * (under the partition lock) and syncs sealed ones by name.  Readers hold a
+ * the flusher thread only takes an fdref of the active segment's .log
+ * (under the partition lock) and syncs every other file by name.  Readers hold a
  * reference on the .log, so a segment deleted by retention stays readable
  * until the last reference goes.
  */
@@ -98,18 +98,26 @@ int seg_open_as(const char *dir, int64_t base_offset, const char *suffix, bool c
  */
 int seg_open_sealed(const char *dir, int64_t base_offset, int64_t end_offset, int64_t now_ms, struct seg **out);
 /*
- * A writable segment stops being written (after seg_seal): its index files
- * are truncated to their entries and closed, its .log reference dropped,
- * and from then on it is a sealed segment opened on demand.
+ * A writable segment stops being written (after seg_seal): its index
+ * mappings are dropped (the files are already exactly their entries), its
+ * .log reference dropped, and from then on it is a sealed segment opened on
+ * demand.
  */
 void seg_retire(struct seg *seg);
 /*
  * Makes a sealed segment readable: opens its .log and maps its indexes if
  * they are not (and learns its statistics the first time), and marks it
- * most recently used in the cache, which may evict another segment.  A
- * no-op for a writable segment.  0 or -errno.
+ * most recently used in the cache, which may evict another segment.  For a
+ * writable segment, maps its indexes again if they were parked.  0 or
+ * -errno.
  */
 int seg_use(struct seg *seg);
+/*
+ * A writable segment that may stay idle (the active segment of a partition
+ * just opened) drops its index mappings; seg_use() or the next append maps
+ * them again.
+ */
+void seg_park(struct seg *seg);
 /* seg_use(), then a reference to the .log for the caller to keep (fdref_put it). 0 or -errno. */
 int seg_ref(struct seg *seg, struct fdref **out);
 /* pread(2) of the .log through seg_use(): bytes read or -errno. */
@@ -118,7 +126,7 @@ ssize_t seg_pread(struct seg *seg, void *buf, size_t n, int64_t pos);
 int seg_load_stats(struct seg *seg);
 /* The .log file's modification time in ms, 0 if unknown. */
 int64_t seg_mtime_ms(const struct seg *seg);
-/* Truncates a writable segment's index files to their entries; drops what seg holds, frees seg. */
+/* Drops what seg holds (the .log reference, index mappings), frees seg. */
 void seg_close(struct seg *seg);
 /* Unlinks the three files (open references keep the data readable). */
 void seg_unlink(struct seg *seg);

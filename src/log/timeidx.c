@@ -37,7 +37,10 @@ bool timeidx_valid(const struct timeidx *ti, int64_t max_rel)
 int timeidx_maybe_append(struct timeidx *ti, int64_t ts, int32_t rel)
 {
 	uint8_t raw[TIMEIDX_ENTRY_SIZE];
+	int rc = idxfile_wake(&ti->f); /* the last entry is read below */
 
+	if (rc)
+		return rc;
 	if (ti->f.n) {
 		struct timeidx_ent last = timeidx_ent(ti, ti->f.n - 1);
 

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +87,7 @@ void txnidx_entry_encode(const struct txnidx_entry *e, uint8_t *p)
 
 static void txnidx_path(const struct part *part, int64_t base, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "%020" PRId64 TXNIDX_EXT, base);
-	(void)part;
+	snprintf(buf, cap, "%s/%020" PRId64 TXNIDX_EXT, part->dir, base);
 }
 
 /*
@@ -98,25 +98,25 @@ static void txnidx_path(const struct part *part, int64_t base, char *buf, size_t
  */
 static void txnidx_write(struct part *part, int64_t base, const struct txnidx_entry *v, int n, bool trunc)
 {
-	char name[64];
+	char name[PATH_MAX];
 	uint8_t buf[TXNIDX_ENTRY_SIZE];
 	int fd, rc;
 
 	txnidx_path(part, base, name, sizeof(name));
-	fd = openat(part->dir_fd, name, O_WRONLY | O_CREAT | O_CLOEXEC | (trunc ? O_TRUNC : O_APPEND), 0644);
+	fd = open(name, O_WRONLY | O_CREAT | O_CLOEXEC | (trunc ? O_TRUNC : O_APPEND), 0644);
 	if (fd < 0) {
-		log_warn("log: '%s/%s': cannot open: %s", part->dir, name, strerror(errno));
+		log_warn("log: '%s': cannot open: %s", name, strerror(errno));
 		return;
 	}
 	for (int i = 0; i < n; i++) {
 		txnidx_entry_encode(&v[i], buf);
 		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
-			log_warn("log: '%s/%s': write failed: %s", part->dir, name, strerror(errno));
+			log_warn("log: '%s': write failed: %s", name, strerror(errno));
 			break;
 		}
 	}
 	if (trunc && (rc = durable_fdatasync(fd)) < 0)
-		log_warn("log: '%s/%s': sync failed: %s", part->dir, name, strerror(-rc));
+		log_warn("log: '%s': sync failed: %s", name, strerror(-rc));
 	close(fd);
 }
 
@@ -137,12 +137,12 @@ int txnidx_sync_file(int dir_fd, int64_t base)
 /* Reads <base>.txnindex (absent: nothing).  Entries past the LEO are dropped. */
 static int txnidx_read_file(struct part *part, int64_t base)
 {
-	char name[64];
+	char name[PATH_MAX];
 	uint8_t buf[TXNIDX_ENTRY_SIZE];
 	int fd, rc = 0;
 
 	txnidx_path(part, base, name, sizeof(name));
-	fd = openat(part->dir_fd, name, O_RDONLY | O_CLOEXEC);
+	fd = open(name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
 	while (!rc && read(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf)) {
@@ -179,7 +179,7 @@ static void txnidx_unlink_files(struct part *part, int64_t below)
 			continue;
 		base = strtoll(de->d_name, NULL, 10);
 		if (base < below)
-			unlinkat(part->dir_fd, de->d_name, 0);
+			unlinkat(dirfd(d), de->d_name, 0);
 	}
 	closedir(d);
 }

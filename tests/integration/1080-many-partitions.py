@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""1080: 2,000 partitions on one broker, each holding one descriptor at rest.
+
+20 topics x 100 partitions created with the AdminClient, one record
+produced to every partition (confluent_kafka, acks=all), every record read
+back by one consumer assigned all of them; then a clean restart and a
+kill -9 restart, each followed by the same full read.  At each step the
+broker's open descriptors (/proc/<pid>/fd) stay below partitions + the
+sealed-segment cache + a constant (connections, listener, epoll, log):
+an idle partition holds only its active .log (index files mapped, the
+directory opened only when used).  The same at 10,000 partitions is
+bench/many-partitions (too slow for make test).
+
+The test lowers its own soft RLIMIT_NOFILE to 1024 (hard unchanged), which
+the broker inherits: 2,000 partitions only open if the broker raises the
+soft limit to the hard one, as it logs at start.
+"""
+import os
+import re
+import resource
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from gregor import Broker, check, log, main  # noqa: E402
+import manyparts as mp  # noqa: E402
+
+TOPICS = 20
+PER_TOPIC = 100
+CACHE = 64  # log.segment.fd.cache.size
+SLACK = 64  # listener, epoll, signalfd, eventfds, log, client connections, threads' own
+
+
+def check_fds(b, when):
+    fds, parts = mp.broker_fds(b), mp.data_partitions(b)
+    log("%s: %d descriptors open for %d partitions" % (when, fds, parts))
+    check(parts >= TOPICS * PER_TOPIC, "%s: %d partition directories" % (when, parts))
+    check(fds <= parts + CACHE + SLACK,
+          "%s: %d descriptors open, more than %d partitions + %d cache + %d" % (when, fds, parts, CACHE, SLACK))
+
+
+def test():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    check(hard == resource.RLIM_INFINITY or hard > TOPICS * PER_TOPIC + CACHE + SLACK,
+          "hard RLIMIT_NOFILE %d too low for this test" % hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    names = mp.topic_names(TOPICS)
+    props = {"log.segment.fd.cache.size": CACHE, "num.partitions": 1}
+    with Broker(props=props, start_timeout_s=60) as b:
+        line = b.wait_log("descriptors: limit")
+        check(re.search(r"soft limit was 1024\b", line), "broker saw soft limit 1024: %s" % line)
+        check("limit 1024 " not in line, "broker raised its soft limit: %s" % line)
+        mp.create(b, names, PER_TOPIC)
+        check_fds(b, "created")
+        mp.produce_one_each(b, names, PER_TOPIC)
+        eq_read = mp.read_all(b, names, PER_TOPIC)
+        log("read %d records" % eq_read)
+        check_fds(b, "written and read")
+        b.restart()
+        check_fds(b, "after a clean restart")
+        mp.read_all(b, names, PER_TOPIC)
+        check_fds(b, "read after a clean restart")
+        b.kill9()
+        b.start()
+        check_fds(b, "after kill -9")
+        mp.read_all(b, names, PER_TOPIC)
+        check_fds(b, "read after kill -9")
+
+
+main(test)
