@@ -44,13 +44,22 @@ def commit(b, first, n):
     eq(p.returncode, 0, "committer exit status")
 
 
+def stat_or_none(path):
+    """os.stat, or None for a file the cleaner or the deleter renamed meanwhile."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
 def group_dir(b):
     """The __consumer_offsets partition holding the group's records (the only non-empty one)."""
     full = []
     for d in os.listdir(b.data_dir):
         if d.startswith("__consumer_offsets-"):
             path = os.path.join(b.data_dir, d)
-            if any(f.endswith(".log") and os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)):
+            sts = [stat_or_none(os.path.join(path, f)) for f in os.listdir(path) if f.endswith(".log")]
+            if any(st and st.st_size for st in sts):
                 full.append(d)
     eq(len(full), 1, "non-empty __consumer_offsets partitions %s" % full)
     return os.path.join(b.data_dir, full[0])
@@ -61,7 +70,9 @@ def sizes(path):
     logs = alloc = 0
     bases = [-1]
     for f in os.listdir(path):
-        st = os.stat(os.path.join(path, f))
+        st = stat_or_none(os.path.join(path, f))
+        if st is None:
+            continue
         alloc += st.st_blocks * 512
         if f.endswith(".log"):
             logs += st.st_size
