@@ -249,7 +249,7 @@ static int compact_sync_seg(struct seg *seg)
 	return rc ? rc : idxfile_sync(&seg->ti.f, compact_fdatasync);
 }
 
-/* Renames the .cleaned files of o to .swap (.log last, compact.h). */
+/* Renames the .cleaned files of o to .swap (.log last, compact.h) and syncs the directory. */
 static int compact_to_swap(struct compact_job *job, const struct compact_out *o, int64_t base)
 {
 	static const char *const exts[] = { ".index", ".timeindex", TXNIDX_EXT, ".log" };
@@ -263,7 +263,12 @@ static int compact_to_swap(struct compact_job *job, const struct compact_out *o,
 		if (renameat(job->dir_fd, from, job->dir_fd, to) < 0)
 			return -errno;
 	}
-	return 0;
+	/*
+	 * Durable before the next group's: a group swapped without the earlier
+	 * ones could have dropped a tombstone whose key still has an older
+	 * value in an earlier, uncleaned group, and bring that key back.
+	 */
+	return fsync(job->dir_fd) < 0 ? -errno : 0;
 }
 
 /* Cleans the inputs src[o->first..o->last] into o->seg, ending as *.swap files. */
@@ -364,8 +369,6 @@ void compact_run(struct compact_job *job, struct clean_map *map, const volatile 
 		rc = compact_group(job);
 	for (int i = 0; !rc && i < job->nout; i++)
 		rc = compact_write_group(job, &ctx, &opts, &job->out[i], &io, cancel);
-	if (!rc && fsync(job->dir_fd) < 0)
-		rc = -errno;
 	if (ctx.tombstone_ts_min != INT64_MAX && ctx.tombstone_ts_min + job->cfg.delete_retention_ms < job->due_ms)
 		job->due_ms = ctx.tombstone_ts_min + job->cfg.delete_retention_ms;
 	if (job->due_ms != INT64_MAX) /* let more of them expire, rather than one pass each */
