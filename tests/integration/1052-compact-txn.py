@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""1052: compaction of a topic written by idempotent and transactional producers.
+
+A compacted topic (segment.bytes=2048, segment.ms=1000,
+min.cleanable.dirty.ratio=0.01) gets, in order:
+  1. an idempotent producer (confluent_kafka, enable.idempotence=true):
+     keys idem-00..19, 5 versions, one flush per version;
+  2. a transactional producer: a committed transaction overwriting every
+     idem-* key and writing t-00..19 v0; an aborted one over t-* and keys
+     a-00..04 that exist nowhere else; a committed one with t-00..09 v1; an
+     aborted one over t-10..19;
+  3. a sentinel once segment.ms has passed (everything above is sealed).
+After a pass covering everything below the sentinel:
+  - read_committed and read_uncommitted consumers (check.crcs=true) both
+    see exactly one record per key below the active segment, its latest
+    committed value, and no record of an aborted transaction (the a-* keys
+    are gone entirely);
+  - the idempotent producer's last batch is still in the log, at its
+    offset with its producer id, epoch and sequences, emptied (all its keys
+    were overwritten later) and with a valid CRC;
+  - resending that batch on the raw protocol (same producer id, epoch and
+    sequence) is answered as a duplicate: no error, its original offset,
+    the log end unchanged;
+  - the same after kill -9 with the producer snapshots removed, which makes
+    the broker rebuild the producer state from the cleaned log alone.
+Runtime ~10 s.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+
+import compaction as cp  # noqa: E402
+import idemwire as iw  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
+from gregor import Broker, check, eq, log, main  # noqa: E402
+
+TOPIC = "txc"
+PROPS = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3"}
+
+
+def write_idempotent(b):
+    p = cp.producer(b, **{"enable.idempotence": True, "linger.ms": 20})
+    for v in range(5):
+        for k in range(20):
+            p.produce(TOPIC, key=b"idem-%02d" % k, value=b"idem-%02d:v%d" % (k, v), partition=0)
+        eq(p.flush(15), 0, "idempotent records unsent")
+    mine = [h for h in cp.headers(b, TOPIC) if h.producer_id >= 0 and not h.attributes & 0x10]
+    check(mine, "no batch of the idempotent producer on disk")
+    check(len({h.producer_id for h in mine}) == 1, "one idempotent producer id: %r" % [h.ident() for h in mine])
+    return mine[-1]
+
+
+def txn(p, records, commit):
+    p.begin_transaction()
+    for k, v in records:
+        p.produce(TOPIC, key=k, value=v, partition=0)
+    if commit:
+        p.commit_transaction(30)
+    else:
+        p.flush(15)
+        p.abort_transaction(30)
+
+
+def write_transactions(b, want):
+    p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "compact-txn", "linger.ms": 5})
+    p.init_transactions(30)
+    first = [(b"idem-%02d" % k, b"idem-%02d:txn" % k) for k in range(20)]
+    first += [(b"t-%02d" % k, b"t-%02d:v0" % k) for k in range(20)]
+    txn(p, first, True)
+    want.update(first)
+    txn(p, [(b"t-%02d" % k, b"aborted") for k in range(20)] + [(b"a-%02d" % k, b"aborted") for k in range(5)], False)
+    second = [(b"t-%02d" % k, b"t-%02d:v1" % k) for k in range(10)]
+    txn(p, second, True)
+    want.update(second)
+    txn(p, [(b"t-%02d" % k, b"aborted-2") for k in range(10, 20)], False)
+
+
+def check_reads(b, want, sentinel, what):
+    for iso in ("read_committed", "read_uncommitted"):
+        recs = cp.read_all(b, TOPIC, isolation=iso)
+        w = "%s, %s" % (what, iso)
+        cp.check_increasing(recs, w)
+        cp.check_unique_below(recs, sentinel, w)
+        aborted = [(o, k, v) for o, k, v in recs if v.startswith(b"aborted")]
+        eq(aborted, [], "%s: records of aborted transactions" % w)
+        eq({k: v for _, k, v in recs if not k.startswith(b"sentinel-")}, want, "%s: latest value per key" % w)
+
+
+def check_resend(b, last, leo, what):
+    c = iw.Client(b.port)
+    try:
+        eq(c.produce(TOPIC, 0, last.as_sent()), (0, last.base_offset),
+           "%s: resent last batch of the idempotent producer (error, offset)" % what)
+        eq(c.list_offset(TOPIC, 0), leo, "%s: log end offset after the resend" % what)
+    finally:
+        c.close()
+
+
+def test():
+    with Broker(props=PROPS, overrides=cp.BROKER_OVERRIDES) as b:
+        cp.create(b, TOPIC, cp.topic_config(**{"segment.bytes": "2048"}))
+        last = write_idempotent(b)
+        log("idempotent producer %d: last batch at %d, sequence %d, %d records"
+            % (last.producer_id, last.base_offset, last.base_sequence, last.record_count))
+        want = {}
+        write_transactions(b, want)
+        sentinel = cp.seal(b, [TOPIC])[TOPIC]
+        first, end, _ = cp.wait_pass(b, TOPIC, end_min=sentinel)
+        log("pass [%d, %d), sentinel at %d" % (first, end, sentinel))
+        check_reads(b, want, sentinel, "after cleaning")
+
+        kept = [h for h in cp.headers(b, TOPIC) if h.base_offset == last.base_offset]
+        eq([h.ident() for h in kept], [last.ident()], "the idempotent producer's last batch after cleaning")
+        eq(kept[0].record_count, 0, "records left in that batch (all its keys were overwritten)")
+        check(kept[0].crc_ok, "CRC of the emptied batch")
+        leo = sentinel + 1
+        check_resend(b, last, leo, "after cleaning")
+
+        b.kill9()
+        d = b.partition_dir(TOPIC, 0)
+        snaps = [n for n in os.listdir(d) if n.endswith(".snapshot")]
+        for n in snaps:
+            os.remove(os.path.join(d, n))
+        b.start()
+        log("restarted after kill -9 without the %d producer snapshot(s)" % len(snaps))
+        check_resend(b, last, leo, "after kill -9, state from the cleaned log")
+        check_reads(b, want, sentinel, "after kill -9")
+
+
+main(test)
