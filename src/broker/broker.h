@@ -14,6 +14,7 @@
 
 struct registry;
 struct syncer;
+struct cleaner;
 struct req;
 struct group_coord;
 struct txn_coord;
@@ -23,6 +24,7 @@ struct broker {
 	struct loop *loop;
 	struct registry *reg;
 	struct syncer *syncer;
+	struct cleaner *cleaner; /* NULL when log.cleaner.enable is false */
 	struct loop_io listen_io;
 	struct loop_timer accept_pause; /* listener not polled until it fires (fd limit) */
 	bool accept_paused;             /* since the last successful accept */

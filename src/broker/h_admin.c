@@ -28,6 +28,7 @@
 
 #include "broker/broker.h"
 #include "broker/registry.h"
+#include "broker/cleaner.h"
 #include "broker/syncer.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
@@ -284,8 +285,10 @@ static int16_t delete_one(struct req *rq, struct kstr name)
 	if (t->internal)
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	for (int32_t p = 0; p < t->nparts; p++)
-		if (t->parts[p])
+		if (t->parts[p]) {
 			syncer_forget(rq->b->syncer, t->parts[p]);
+			cleaner_forget(rq->b->cleaner, t->parts[p]);
+		}
 	if (registry_delete(rq->b->reg, t) < 0)
 		return KERR_UNKNOWN_SERVER_ERROR;
 	return KERR_NONE;

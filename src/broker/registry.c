@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "broker/park.h"
+#include "log/compact.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -24,6 +25,7 @@
 #include "util/log.h"
 
 #define CHECKPOINT_FILE "recovery-point-offset-checkpoint"
+#define CLEANER_CHECKPOINT_FILE "cleaner-offset-checkpoint" /* compact.h: first offset not cleaned */
 #define CLEAN_MARKER ".kafka_cleanshutdown"
 #define DELETE_SUFFIX "-delete" /* Kafka's: <topic>-<p>.<uuid hex>-delete */
 #define CREATE_SUFFIX "-create" /* ours: partition 0 staged with the topic config */
@@ -395,7 +397,7 @@ struct ckpt_entry {
 	int64_t offset;
 };
 
-static int ckpt_load(const char *dir, struct ckpt_entry **out, int *n)
+static int ckpt_load(const char *dir, const char *name, struct ckpt_entry **out, int *n)
 {
 	char path[PATH_MAX], topic[256];
 	FILE *f;
@@ -404,13 +406,13 @@ static int ckpt_load(const char *dir, struct ckpt_entry **out, int *n)
 
 	*out = NULL;
 	*n = 0;
-	snprintf(path, sizeof(path), "%s/%s", dir, CHECKPOINT_FILE);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "re");
 	if (!f)
 		return -ENOENT;
 	if (fscanf(f, "%d %d", &version, &count) != 2 || version != 0 || count < 0 || count > 10000000) {
 		fclose(f);
-		log_warn("'%s' is malformed; every partition will be recovered from its start", path);
+		log_warn("'%s' is malformed: it is ignored", path);
 		return -EBADMSG;
 	}
 	v = calloc((size_t)count + 1, sizeof(*v));
@@ -446,41 +448,61 @@ static void ckpt_free(struct ckpt_entry *v, int n)
 	free(v);
 }
 
-int registry_checkpoint(struct registry *reg)
+/* A checkpoint's value for part: the recovery point, or the cleaner's offset (-1: no line). */
+typedef int64_t ckpt_value_fn(const struct part *part);
+
+static int64_t ckpt_recovery_point(const struct part *part)
 {
-	size_t cap = 4096, len = 0;
-	char *txt, path[PATH_MAX];
+	return part ? part_recovery_point(part) : 0;
+}
+
+static int64_t ckpt_clean_offset(const struct part *part)
+{
+	return part ? part_clean_offset(part) : -1;
+}
+
+/* Writes the checkpoint file name of the partitions for which value gives an offset. */
+static int ckpt_write(struct registry *reg, const char *name, ckpt_value_fn *value)
+{
+	struct wr lines, txt;
+	char path[PATH_MAX], line[300];
 	int count = 0, err;
 
-	if (registry_dir_failed(reg))
-		return -EIO;
-	txt = malloc(cap);
-	for (int i = 0; i < reg->ntopics; i++)
-		count += reg->topics[i]->nparts;
-	if (!txt)
-		return -ENOMEM;
-	len += (size_t)snprintf(txt, cap, "0\n%d\n", count);
+	wr_init(&lines);
+	wr_init(&txt);
 	for (int i = 0; i < reg->ntopics; i++) {
 		struct topic *t = reg->topics[i];
 
 		for (int32_t p = 0; p < t->nparts; p++) {
-			if (cap - len < 300) {
-				char *nt = realloc(txt, cap * 2);
+			int64_t v = value(t->parts[p]);
 
-				if (!nt) {
-					free(txt);
-					return -ENOMEM;
-				}
-				txt = nt;
-				cap *= 2;
-			}
-			len += (size_t)snprintf(txt + len, cap - len, "%s %d %lld\n", t->name, p,
-						(long long)(t->parts[p] ? part_recovery_point(t->parts[p]) : 0));
+			if (v < 0)
+				continue;
+			wr_raw(&lines, line,
+			       (size_t)snprintf(line, sizeof(line), "%s %d %lld\n", t->name, p, (long long)v));
+			count++;
 		}
 	}
-	snprintf(path, sizeof(path), "%s/%s", reg->dir, CHECKPOINT_FILE);
-	err = durable_replace_path(path, txt, strlen(txt));
-	free(txt);
+	wr_raw(&txt, line, (size_t)snprintf(line, sizeof(line), "0\n%d\n", count));
+	wr_raw(&txt, lines.buf, lines.len);
+	err = txt.err ? txt.err : lines.err;
+	snprintf(path, sizeof(path), "%s/%s", reg->dir, name);
+	if (!err)
+		err = durable_replace_path(path, (const char *)txt.buf, txt.len);
+	wr_release(&lines);
+	wr_release(&txt);
+	return err;
+}
+
+int registry_checkpoint(struct registry *reg)
+{
+	int err;
+
+	if (registry_dir_failed(reg))
+		return -EIO;
+	err = ckpt_write(reg, CHECKPOINT_FILE, ckpt_recovery_point);
+	if (!err)
+		err = ckpt_write(reg, CLEANER_CHECKPOINT_FILE, ckpt_clean_offset);
 	return err;
 }
 
@@ -685,12 +707,13 @@ static int registry_scan(struct registry *reg)
 /* Opens the partitions of every topic found by registry_scan(). */
 static int registry_open_all(struct registry *reg, bool clean)
 {
-	struct ckpt_entry *ck = NULL;
-	int nck = 0, err = 0;
+	struct ckpt_entry *ck = NULL, *cl = NULL;
+	int nck = 0, ncl = 0, err = 0;
 	char path[PATH_MAX], dir0[PATH_MAX], why[256];
 
 	if (!clean)
-		ckpt_load(reg->dir, &ck, &nck);
+		ckpt_load(reg->dir, CHECKPOINT_FILE, &ck, &nck);
+	ckpt_load(reg->dir, CLEANER_CHECKPOINT_FILE, &cl, &ncl);
 	for (int i = 0; i < reg->ntopics && !err; i++) {
 		struct topic *t = reg->topics[i];
 
@@ -703,13 +726,16 @@ static int registry_open_all(struct registry *reg, bool clean)
 		for (int32_t p = 0; p < t->nparts && !err; p++) {
 			int64_t rp = clean ? INT64_MAX : ckpt_find(ck, nck, t->name, p);
 
-			if (registry_open_part(reg, t, p, rp) < 0)
+			if (registry_open_part(reg, t, p, rp) == 0)
+				part_set_clean_offset(t->parts[p], ckpt_find(cl, ncl, t->name, p));
+			else
 				log_error("partition '%s-%d' is offline (KAFKA_STORAGE_ERROR) until its files are "
 					  "repaired",
 					  t->name, p);
 		}
 	}
 	ckpt_free(ck, nck);
+	ckpt_free(cl, ncl);
 	return err;
 }
 

@@ -26,6 +26,7 @@
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/registry.h"
+#include "broker/cleaner.h"
 #include "broker/syncer.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -343,6 +344,7 @@ static void server_on_wake(void *arg)
 	park_on_synced(b);                                /* acks=all produce, OffsetCommit */
 	txns_on_synced(b);                                /* transaction markers and their completion */
 	syncer_take_synced(b->syncer, fetch_park_notify); /* their high watermarks moved */
+	cleaner_on_wake(b->cleaner);                      /* a compaction pass finished */
 }
 
 /* The syncer thread saw a sync fail: nothing in the log dir is trusted any more. */
@@ -384,6 +386,8 @@ int server_start(struct broker *b)
 	if (!err)
 		err = txns_start(b); /* h_txn.c: loads __transaction_state, finishes Prepare* */
 	if (!err)
+		err = cleaner_start(b, &b->cleaner);
+	if (!err)
 		err = server_listen(b);
 	if (err)
 		return err;
@@ -407,10 +411,11 @@ void server_stop(struct broker *b)
 	loop_timer_cancel(b->loop, &b->accept_pause);
 	close(b->listen_io.fd);
 	conn_close_all();
-	fetch_wake(b);          /* parked fetches see their connection closed */
-	syncer_stop(b->syncer); /* syncs what is still dirty */
-	park_drop();            /* their connections are gone */
-	groups_stop(b);         /* answers parked JoinGroup/SyncGroup */
+	fetch_wake(b);            /* parked fetches see their connection closed */
+	cleaner_stop(b->cleaner); /* a pass in progress is cancelled */
+	syncer_stop(b->syncer);   /* syncs what is still dirty */
+	park_drop();              /* their connections are gone */
+	groups_stop(b);           /* answers parked JoinGroup/SyncGroup */
 	txns_stop(b);
 	conn_reap();
 	registry_close(b->reg);

@@ -325,12 +325,18 @@ static bool clean_keep(const struct clean_batch *b, const struct record *rec)
 
 	if (b->aborted)
 		return false;
-	if (rec->key.len < 0 || rec->offset > clean_map_latest_offset(map))
+	if (rec->key.len < 0 || rec->offset >= b->o->covered_end)
 		return true;
 	if (rec->offset < clean_map_get(map, rec->key.p, (size_t)rec->key.len))
 		return false;
 	/* maxTimestamp -1 (stored before Produce set it): age unknown, the tombstone stays */
-	return rec->value.len >= 0 || b->h->max_timestamp < 0 || b->h->max_timestamp >= b->o->delete_horizon_ms;
+	if (rec->value.len >= 0 || b->h->max_timestamp < 0)
+		return true;
+	if (b->h->max_timestamp < b->o->delete_horizon_ms)
+		return false;
+	if (b->o->tombstone_ts_min && b->h->max_timestamp < *b->o->tombstone_ts_min)
+		*b->o->tombstone_ts_min = b->h->max_timestamp;
+	return true;
 }
 
 static int clean_rewrite_record(void *arg, const struct record *rec)
@@ -424,6 +430,8 @@ static int clean_batch(const struct clean_opts *o, const uint8_t *p, const struc
 	rc = clean_rewrite_records(&b, p);
 	if (rc)
 		goto out_release;
+	if (b.nkept > 0 && o->kept && (h->attributes & RECORDS_ATTR_TRANSACTIONAL))
+		o->kept(o->arg, h);
 	if (b.nkept == h->record_count && b.nkept > 0) {
 		wr_raw(out, p, (size_t)h->size);
 		rc = out->err;

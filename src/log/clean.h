@@ -18,8 +18,9 @@
  *  2. clean_segment() rewrites each segment from the log start up to that
  *     offset into a new blob (what becomes <base>.log.cleaned):
  *       - a keyed record is kept if its offset >= the map's offset of its
- *         key (it is the latest value), or if it lies past the map's
- *         latest offset (not covered by this pass: kept as it is);
+ *         key (it is the latest value, or its key is not in the map), or
+ *         if it lies at or past opts.covered_end (not covered by this
+ *         pass: kept as it is);
  *       - a tombstone (null value) that is the latest of its key is
  *         dropped when its batch's maxTimestamp < delete_horizon_ms
  *         (delete.retention.ms before the time of the pass) and it lies
@@ -127,13 +128,28 @@ typedef bool clean_batch_fn(void *arg, const struct batch_hdr *h);
 
 struct clean_opts {
 	const struct clean_map *map;
+	/*
+	 * Records at or past this offset are not covered by the pass and are
+	 * kept as they are: clean_map_latest_offset(map) + 1 after a map
+	 * build, or the first dirty offset for a pass that only drops expired
+	 * tombstones of the clean part (an empty map).
+	 */
+	int64_t covered_end;
 	int64_t delete_horizon_ms; /* tombstones of batches with maxTimestamp below go */
 	struct clean_aborted aborted;
 	/* h (producerId >= 0) is the last batch of its producer in the log: never dropped */
 	clean_batch_fn *producer_last;
 	/* the control batch h may go (its transaction has no records left, its horizon passed) */
 	clean_batch_fn *marker_discardable;
-	void *arg;                /* of both predicates */
+	/* called for every kept batch of records of a transaction (optional) */
+	clean_batch_fn *kept;
+	void *arg; /* of the predicates */
+	/*
+	 * Out (optional): lowered to the maxTimestamp of every batch holding a
+	 * tombstone that stayed only because delete_horizon_ms has not reached
+	 * it, so that the caller knows when a pass can remove it.
+	 */
+	int64_t *tombstone_ts_min;
 	size_t max_records_bytes; /* decompressed records of one batch at most */
 };
 

@@ -46,6 +46,11 @@ struct part {
 	/* subtracted from segment.ms for the active segment (segment.jitter.ms) */
 	int64_t roll_jitter_ms;
 	int sync_mark; /* the syncer's own bookkeeping, under its lock (part_sync_mark) */
+	/* compaction (compact.h) */
+	uint64_t head_gen;    /* moves whenever segments leave the head or the log start moves */
+	int64_t clean_offset; /* cleaner checkpoint: first offset not cleaned, -1 never cleaned */
+	int64_t clean_due_ms; /* a kept tombstone or marker may go from then on, INT64_MAX never */
+	bool uncleanable;     /* a pass found corrupt data: not cleaned again until restart */
 };
 
 static inline struct seg *part_active(const struct part *part)

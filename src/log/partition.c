@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "log/checkpoint.h"
+#include "log/compact.h"
 #include "log/part_int.h"
 #include "log/recover.h"
 #include "util/clock.h"
@@ -404,6 +405,8 @@ static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
 	}
 	pthread_mutex_init(&part->mu, NULL);
 	part->idx_from = INT64_MAX;
+	part->clean_offset = -1;
+	part->clean_due_ms = INT64_MAX;
 	pstate_init(&part->pstate);
 	txnidx_init(&part->txnidx);
 	part_set_cfg(part, cfg);
@@ -462,7 +465,9 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 		goto out_free;
 	}
 	log_start = part_read_log_start(part);
-	rc = part_load_segs(part, recovery_point, log_start);
+	rc = compact_recover(part); /* before the segments are listed */
+	if (!rc)
+		rc = part_load_segs(part, recovery_point, log_start);
 	if (rc)
 		goto out_free;
 	part_remove_orphans(part);

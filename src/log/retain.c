@@ -26,6 +26,7 @@ void part_advance_log_start(struct part *part, int64_t offset)
 	if (offset <= part->log_start_offset)
 		return;
 	part->log_start_offset = offset;
+	part->head_gen++;
 	pstate_truncate_head(&part->pstate, offset);
 	pstate_snapshot_delete_below(&part->pstate, part->dir_fd, part->dir, offset);
 	if (epochs_truncate_start(&part->epochs, offset)) {
@@ -46,6 +47,7 @@ void part_drop_head(struct part *part, int n)
 		pthread_mutex_lock(&part->mu);
 		memmove(part->segs, part->segs + 1, (size_t)(part->nsegs - 1) * sizeof(*part->segs));
 		part->nsegs--;
+		part->head_gen++;
 		pthread_mutex_unlock(&part->mu);
 		log_info("log: '%s': deleting segment %" PRId64 " (%" PRId64 " bytes)", part->dir, seg->base_offset,
 			 seg->size);

@@ -19,16 +19,22 @@
 
 ssize_t (*seg_pwrite_fn)(int fd, const void *buf, size_t n, off_t pos) = pwrite;
 
-static int seg_file_open(const struct seg *seg, const char *ext, bool create, int *fd)
+static int seg_file_open(const struct seg *seg, const char *ext, const char *suffix, bool create, int *fd)
 {
 	char path[4096];
 
-	snprintf(path, sizeof(path), "%s%s", seg->path, ext);
+	snprintf(path, sizeof(path), "%s%s%s", seg->path, ext, suffix);
 	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (create ? O_TRUNC : 0), 0644);
 	return *fd < 0 ? -errno : 0;
 }
 
 int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_bytes, struct seg **out)
+{
+	return seg_open_as(dir, base_offset, "", create, index_bytes, out);
+}
+
+int seg_open_as(const char *dir, int64_t base_offset, const char *suffix, bool create, int32_t index_bytes,
+		struct seg **out)
 {
 	struct seg *seg = calloc(1, sizeof(*seg));
 	char path[4096];
@@ -42,7 +48,7 @@ int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_by
 		seg->path = NULL;
 		goto out_free;
 	}
-	rc = seg_file_open(seg, ".log", create, &fd);
+	rc = seg_file_open(seg, ".log", suffix, create, &fd);
 	if (rc)
 		goto out_free;
 	seg->log = fdref_new(fd);
@@ -50,11 +56,11 @@ int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_by
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	snprintf(path, sizeof(path), "%s.index", seg->path);
+	snprintf(path, sizeof(path), "%s.index%s", seg->path, suffix);
 	rc = offidx_open(&seg->oi, path, index_bytes / OFFIDX_ENTRY_SIZE, create);
 	if (rc)
 		goto out_put_log;
-	snprintf(path, sizeof(path), "%s.timeindex", seg->path);
+	snprintf(path, sizeof(path), "%s.timeindex%s", seg->path, suffix);
 	rc = timeidx_open(&seg->ti, path, index_bytes / TIMEIDX_ENTRY_SIZE, create);
 	if (rc)
 		goto out_close_oi;

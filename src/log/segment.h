@@ -54,6 +54,14 @@ extern ssize_t (*seg_pwrite_fn)(int fd, const void *buf, size_t n, off_t pos);
  * recover.c).  *out is freed with seg_close().
  */
 int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_bytes, struct seg **out);
+/*
+ * seg_open() of the files <base>.log<suffix>, <base>.index<suffix> and
+ * <base>.timeindex<suffix> (the cleaner's "<base>.log.cleaned").  seg->path
+ * is still "<dir>/<base>": once the files are renamed to their plain names
+ * the segment is like any other (its descriptors follow the renames).
+ */
+int seg_open_as(const char *dir, int64_t base_offset, const char *suffix, bool create, int32_t index_bytes,
+		struct seg **out);
 /* Truncates the index files to their entries, drops the file references, frees seg. */
 void seg_close(struct seg *seg);
 /* Unlinks the three files (open references keep the data readable). */

@@ -75,7 +75,7 @@ static uint64_t be_get64(const uint8_t *p, int n)
 	return v;
 }
 
-static void txnidx_encode(const struct txnidx_entry *e, uint8_t *p)
+void txnidx_entry_encode(const struct txnidx_entry *e, uint8_t *p)
 {
 	be_put64(p, 0, 2);
 	be_put64(p + 2, (uint64_t)e->producer_id, 8);
@@ -109,7 +109,7 @@ static void txnidx_write(struct part *part, int64_t base, const struct txnidx_en
 		return;
 	}
 	for (int i = 0; i < n; i++) {
-		txnidx_encode(&v[i], buf);
+		txnidx_entry_encode(&v[i], buf);
 		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
 			log_warn("log: '%s/%s': write failed: %s", part->dir, name, strerror(errno));
 			break;

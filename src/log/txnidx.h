@@ -82,6 +82,9 @@ void txnidx_on_batch(struct part *part, const uint8_t *p, const struct batch_hdr
 /* Retention moved the log start: drops entries wholly below it and files of deleted segments. */
 void txnidx_truncate_head(struct part *part);
 
+/* Writes e in the file format (TXNIDX_ENTRY_SIZE bytes at p). */
+void txnidx_entry_encode(const struct txnidx_entry *e, uint8_t *p);
+
 /* fdatasyncs <base>.txnindex in the partition directory dir_fd (absent: 0); any thread. */
 int txnidx_sync_file(int dir_fd, int64_t base);
 

@@ -159,6 +159,7 @@ static bool is_marker_discardable(void *arg, const struct batch_hdr *h)
 static struct clean_opts opts_for(const struct clean_map *map, struct producers *ps)
 {
 	struct clean_opts o = { .map = map,
+				.covered_end = clean_map_latest_offset(map) + 1,
 				.delete_horizon_ms = INT64_MIN,
 				.producer_last = is_producer_last,
 				.marker_discardable = is_marker_discardable,
