@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""1054: kill -9 at random moments of compaction passes.
+
+A compacted topic (segment.bytes=16384, min.cleanable.dirty.ratio=0.01)
+with 200 keys x 12 rounds of updates (~280 KB in ~18 segments) and a
+cleaner limited to log.cleaner.io.max.bytes.per.second=300000, so that a
+pass takes a second or more and writes many groups of segments, each
+going *.cleaned -> *.swap before the swap into the log.
+
+11 cycles of: one more round of updates, a start-up, then kill -9 at a
+moment chosen by the cycle's kind (cycling through them): a random time
+after the start, a random time after the first *.cleaned file of a pass
+appears, or right after a *.log.swap file appears. After each kill the
+*.cleaned / *.swap files left are noted; after the restart:
+  - none of those files is still there (same name, inode and mtime: files
+    of a new pass do not count);
+  - when a *.log.swap was left, the broker log says it completed the
+    interrupted swap of that partition;
+  - a consumer with check.crcs=true reads every record it is served
+    exactly as written at that offset (no corrupt or shifted batch),
+    offsets increasing, each key's versions increasing, and the latest
+    version of every key present.
+At least one kill must have found a *.log.swap and three a pass under way
+(else the test did not exercise what it claims). Finally a pass over the
+whole log completes (keys unique below the active segment, latest values
+exact). Runtime ~60 s, bounded at 90 s.
+"""
+import os
+import random
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+
+import compaction as cp  # noqa: E402
+from gregor import Broker, check, eq, log, main  # noqa: E402
+
+TOPIC = "kill9"
+KEYS, ROUNDS0 = 200, 12
+CYCLES = 11
+BUDGET_S = 90
+OVERRIDES = dict(cp.BROKER_OVERRIDES, **{"log.cleaner.io.max.bytes.per.second": "300000"})
+
+
+def leftovers(b):
+    """{name: (inode, mtime_ns, size)} of the *.cleaned and *.swap files of the partition."""
+    d = b.partition_dir(TOPIC, 0)
+    out = {}
+    for n in os.listdir(d):
+        if n.endswith(".cleaned") or n.endswith(".swap"):
+            try:
+                st = os.stat(os.path.join(d, n))
+            except FileNotFoundError:
+                continue
+            out[n] = (st.st_ino, st.st_mtime_ns, st.st_size)
+    return out
+
+
+def wait_file(b, suffix, timeout_s):
+    """Waits (bounded) for a file of the partition ending in suffix; True if one appeared."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(n.endswith(suffix) for n in leftovers(b)):
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def kill_at(b, kind, rnd):
+    """Kills the broker at a moment of the given kind; returns what it waited for."""
+    if kind == 0:
+        time.sleep(rnd.uniform(0.05, 2.0))
+        return "random"
+    if kind == 1:
+        seen = wait_file(b, ".cleaned", 6)
+        time.sleep(rnd.uniform(0, 0.4))
+        return "after a .cleaned" if seen else "random (no .cleaned appeared)"
+    seen = wait_file(b, ".log.swap", 8)
+    time.sleep(rnd.uniform(0, 0.05))
+    return "after a .log.swap" if seen else "random (no .log.swap appeared)"
+
+
+def check_served(b, w, what):
+    """Every record served is the one written at its offset (so each key's
+    versions increase with the offsets), and the latest of every key is there."""
+    recs = cp.read_all(b, TOPIC)
+    cp.check_increasing(recs, what)
+    last = {}
+    for off, key, value in recs:
+        if key.startswith(b"sentinel-"):
+            continue
+        eq((key, value), w.at.get(off), "%s: record at offset %d" % (what, off))
+        last[key] = (off, value)
+    eq(last, w.latest, "%s: latest record of every key" % what)
+    return len(recs)
+
+
+def test():
+    t_start = time.monotonic()
+    seed = int(os.environ.get("GREGOR_SEED", str(int(time.time()))))
+    rnd = random.Random(seed)
+    log("seed %d (GREGOR_SEED=%d reproduces the kill schedule)" % (seed, seed))
+    with Broker(overrides=OVERRIDES) as b:
+        cp.create(b, TOPIC, cp.topic_config())
+        w = cp.write_versions(b, TOPIC, KEYS, ROUNDS0, 0)
+        d = b.partition_dir(TOPIC, 0)
+        swaps_found = passes_hit = 0
+        for cycle in range(CYCLES):
+            check(time.monotonic() - t_start < BUDGET_S - 25, "cycle %d not started within the time budget" % cycle)
+            cp.write_versions(b, TOPIC, KEYS, 1, 0, first=ROUNDS0 + cycle, w=w)
+            kind = cycle % 3
+            how = kill_at(b, kind, rnd)
+            b.kill9()
+            left = leftovers(b)
+            log_swaps = sorted(n for n in left if n.endswith(".log.swap"))
+            swaps_found += bool(log_swaps)
+            passes_hit += bool(left)
+            since = b.log_size()
+            b.start()
+            after = leftovers(b)
+            stale = sorted(n for n in left if after.get(n) == left[n])
+            eq(stale, [], "cycle %d: cleaner files left by the kill still there after start-up" % cycle)
+            text = b.log_text()[since:]
+            for n in log_swaps:
+                check(re.search(r"'%s'.*interrupted swap|interrupted swap.*'%s'" % (re.escape(d), re.escape(d)),
+                                text),
+                      "cycle %d: %s was left, but the broker log says nothing of completing an interrupted swap"
+                      % (cycle, n))
+            n = check_served(b, w, "cycle %d" % cycle)
+            log("cycle %d: killed %s; left %d .cleaned and %d .swap file(s) (%d .log.swap); %d records served, "
+                "all exact" % (cycle, how, len([x for x in left if x.endswith(".cleaned")]),
+                               len([x for x in left if x.endswith(".swap")]), len(log_swaps), n))
+        log("%d of %d kills interrupted a pass, %d left a .log.swap" % (passes_hit, CYCLES, swaps_found))
+        check(swaps_found >= 1, "no kill found a *.log.swap: the swap recovery was not exercised")
+        check(passes_hit >= 3, "only %d kills interrupted a pass, want at least 3" % passes_hit)
+
+        mark = b.log_size()
+        sentinel = cp.seal(b, [TOPIC])[TOPIC]
+        cp.wait_pass(b, TOPIC, end_min=sentinel, since=mark,
+                     timeout_s=max(5, BUDGET_S - 5 - (time.monotonic() - t_start)))
+        cp.check_latest(cp.read_all(b, TOPIC), w, sentinel, "kept", "after the last pass")
+        eq(leftovers(b), {}, "cleaner files after the last pass")
+
+
+main(test)
