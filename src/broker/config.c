@@ -49,7 +49,6 @@
 
 #define NOEFFECT "Accepted, no effect on a single node."
 #define IGNORED "Accepted for compatibility with Kafka's server.properties; ignored."
-#define NOCLEANER "Not yet in effect: compaction is not wired into the broker (docs/internals.md)."
 
 static const struct conf_def defs[] = {
 	/* identity and listeners */
@@ -138,16 +137,16 @@ static const struct conf_def defs[] = {
 	ENUM("log.cleanup.policy", log_cleanup_policy, CONFIG_CLEANUP_VALUES, "delete", true,
 	     "Default topic `cleanup.policy`."),
 	BOOL("log.cleaner.enable", log_cleaner_enable, "true", false,
-	     "Run the log cleaner for compacted topics. " NOCLEANER),
-	I32("log.cleaner.threads", log_cleaner_threads, 0, I32MAX, "1", true,
-	    "Cleaner threads; only `1` is accepted. " NOCLEANER),
+	     "Run the log cleaner, which compacts the topics whose `cleanup.policy` includes `compact` "
+	     "(docs/internals.md, \"Log compaction\")."),
+	I32("log.cleaner.threads", log_cleaner_threads, 0, I32MAX, "1", true, "Cleaner threads; only `1` is accepted."),
 	I64("log.cleaner.backoff.ms", log_cleaner_backoff_ms, 0, I64MAX, "15000", true,
-	    "Sleep of the cleaner when no partition is dirty enough to clean. " NOCLEANER),
+	    "Sleep of the cleaner when no partition is dirty enough to clean."),
 	I64("log.cleaner.dedupe.buffer.size", log_cleaner_dedupe_buffer_size, 1024, I64MAX, "134217728", true,
 	    "Bytes of the cleaner's key-to-offset map (24 bytes a key); a log with more keys is cleaned in "
-	    "several passes. " NOCLEANER),
+	    "several passes."),
 	STR("log.cleaner.io.max.bytes.per.second", log_cleaner_io_max_bytes_per_second, "1.7976931348623157E308", true,
-	    "Read and write rate limit of the cleaner (a number above 0). " NOCLEANER),
+	    "Read and write rate limit of the cleaner (a number above 0)."),
 	I64("log.cleaner.delete.retention.ms", log_cleaner_delete_retention_ms, 0, I64MAX, "86400000", true,
 	    "Default topic `delete.retention.ms` (how long tombstones are kept in compacted topics)."),
 	I64("log.cleaner.min.compaction.lag.ms", log_cleaner_min_compaction_lag_ms, 0, I64MAX, "0", true,

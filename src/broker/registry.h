@@ -5,6 +5,7 @@
  * (see log/partition.h).  Beside the partitions, in <log.dirs>:
  *   meta.properties                  version=1, node.id, cluster.id
  *   recovery-point-offset-checkpoint "0\n<count>\n<topic> <partition> <offset>\n"...
+ *   cleaner-offset-checkpoint        same format: first offset not cleaned (log/compact.h)
  *   .kafka_cleanshutdown             present only after a clean shutdown
  * and in every partition directory, as Kafka has it:
  *   partition.metadata               "version: 0\ntopic_id: <base64url id>\n"

@@ -49,7 +49,6 @@
 		n, CONF_ENUM, F(fld), 0, 0, d, true, doc, vals                                                         \
 	}
 #define LMAX "9223372036854775807"
-#define NOCLEANER " Not yet in effect: compaction is not wired into the broker."
 
 /* Sorted by name, as Kafka lists them in DescribeConfigs. */
 static const struct conf_def defs[] = {
@@ -61,7 +60,7 @@ static const struct conf_def defs[] = {
 	     "`uncompressed` re-encode batches in another codec on append (control batches are kept). "
 	     "Default: `compression.type`."),
 	I64("delete.retention.ms", delete_retention_ms, 0, I64MAX, "86400000",
-	    "How long tombstones stay in a compacted topic. Default: `log.cleaner.delete.retention.ms`." NOCLEANER),
+	    "How long tombstones stay in a compacted topic. Default: `log.cleaner.delete.retention.ms`."),
 	I64("file.delete.delay.ms", file_delete_delay_ms, 0, I64MAX, "60000",
 	    "How long the partition directories of a deleted topic (renamed `*-delete`) stay on disk before a "
 	    "background thread removes them; DeleteTopics does not wait for it. Segments removed by retention do "
@@ -80,7 +79,7 @@ static const struct conf_def defs[] = {
 	I64("local.retention.bytes", local_retention_bytes, -2, I64MAX, "-2", "Accepted, no effect (tiered storage)."),
 	I64("local.retention.ms", local_retention_ms, -2, I64MAX, "-2", "Accepted, no effect (tiered storage)."),
 	I64("max.compaction.lag.ms", max_compaction_lag_ms, 1, I64MAX, LMAX,
-	    "Longest a record may stay uncompacted. Default: `log.cleaner.max.compaction.lag.ms`." NOCLEANER),
+	    "Longest a record may stay uncompacted. Default: `log.cleaner.max.compaction.lag.ms`."),
 	I32("max.message.bytes", max_message_bytes, 0, I32MAX, "1048588",
 	    "Largest record batch accepted for this topic. Default: `message.max.bytes`."),
 	BOOL("message.downconversion.enable", message_downconversion_enable, "true",
@@ -100,9 +99,9 @@ static const struct conf_def defs[] = {
 	     "Keep producer timestamps or stamp with the broker's time on append. "
 	     "Default: `log.message.timestamp.type`."),
 	STR("min.cleanable.dirty.ratio", min_cleanable_dirty_ratio, "0.5",
-	    "Dirty share of the log that triggers compaction. Default: `log.cleaner.min.cleanable.ratio`." NOCLEANER),
+	    "Dirty share of the log that triggers compaction. Default: `log.cleaner.min.cleanable.ratio`."),
 	I64("min.compaction.lag.ms", min_compaction_lag_ms, 0, I64MAX, "0",
-	    "Shortest time a record stays uncompacted. Default: `log.cleaner.min.compaction.lag.ms`." NOCLEANER),
+	    "Shortest time a record stays uncompacted. Default: `log.cleaner.min.compaction.lag.ms`."),
 	I32("min.insync.replicas", min_insync_replicas, 1, I32MAX, "1",
 	    "Replicas that must have an acks=all batch: above 1 an acks=all produce fails with NOT_ENOUGH_REPLICAS "
 	    "on a single node (Kafka's check against the in-sync replica set); acks=0/1 are not affected. "

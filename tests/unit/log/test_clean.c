@@ -159,7 +159,6 @@ static bool is_marker_discardable(void *arg, const struct batch_hdr *h)
 static struct clean_opts opts_for(const struct clean_map *map, struct producers *ps)
 {
 	struct clean_opts o = { .map = map,
-				.covered_end = clean_map_latest_offset(map) + 1,
 				.delete_horizon_ms = INT64_MIN,
 				.producer_last = is_producer_last,
 				.marker_discardable = is_marker_discardable,
@@ -286,6 +285,7 @@ static void test_latest_value_per_key(void **state)
 	for (int s = 0; s < NSEGS; s++) {
 		in.len = 0;
 		assert_int_equal(clean_seg_read(segs[s], &in), 0);
+		o.covered_end = clean_map_latest_offset(map) + 1;
 		assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
 	}
 	collect(out.buf, out.len, &gl);
@@ -308,6 +308,7 @@ static void test_latest_value_per_key(void **state)
 	}
 	/* cleaning the output again changes nothing */
 	in.len = 0;
+	o.covered_end = clean_map_latest_offset(map) + 1;
 	assert_int_equal(clean_segment(&o, out.buf, out.len, &in), 0);
 	assert_int_equal(in.len, out.len);
 	assert_memory_equal(in.buf, out.buf, out.len);
@@ -317,6 +318,43 @@ static void test_latest_value_per_key(void **state)
 		seg_close(segs[s]);
 	clean_map_free(map);
 	tmpdir_remove(dir);
+}
+
+/*
+ * A pass over an already clean range only (empty map, covered_end at its
+ * end): values stay, tombstones past the horizon go, a younger tombstone
+ * stays and its batch time is reported; past covered_end nothing goes.
+ */
+static void test_tombstones_clean_part(void **state)
+{
+	struct rec_kv recs[] = { kv("a", "1"), kv("b", NULL) }, young[] = { kv("c", NULL) }, late[] = { kv("d", NULL) };
+	struct clean_map *map = map_new(64);
+	struct producers ps = { 0 };
+	struct clean_opts o = opts_for(map, &ps);
+	static struct got_list gl;
+	int64_t ts_min = INT64_MAX;
+	struct wr in, out;
+
+	(void)state;
+	wr_init(&in);
+	wr_init(&out);
+	add_plain(&in, 0, 1000, recs, 2);
+	add_plain(&in, 2, 3000, young, 1);
+	add_plain(&in, 3, 1000, late, 1);
+	o.covered_end = 3;
+	o.delete_horizon_ms = 2000;
+	o.tombstone_ts_min = &ts_min;
+	assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
+	collect(out.buf, out.len, &gl);
+	assert_int_equal(gl.n, 3);
+	assert_string_equal(gl.v[0].key, "a");
+	assert_string_equal(gl.v[1].key, "c");
+	assert_true(gl.v[1].tombstone);
+	assert_string_equal(gl.v[2].key, "d");
+	assert_int_equal(ts_min, 3000);
+	wr_release(&in);
+	wr_release(&out);
+	clean_map_free(map);
 }
 
 /* Tombstones: kept while their batch is at or past the delete horizon, then dropped; of unknown age, kept. */
@@ -339,6 +377,7 @@ static void test_tombstones(void **state)
 	add_plain(&in, 4, -1, del2, 1); /* maxTimestamp -1: age unknown */
 	assert_int_equal(clean_map_build(map, in.buf, in.len, 0, &no_aborted, MAX_RECORDS_BYTES), 0);
 	o.delete_horizon_ms = 1500;
+	o.covered_end = clean_map_latest_offset(map) + 1;
 	assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
 	collect(out.buf, out.len, &gl);
 	assert_int_equal(gl.n, 3);
@@ -349,6 +388,7 @@ static void test_tombstones(void **state)
 	assert_int_equal(gl.v[2].offset, 4);
 	out.len = 0;
 	o.delete_horizon_ms = 2001;
+	o.covered_end = clean_map_latest_offset(map) + 1;
 	assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
 	collect(out.buf, out.len, &gl);
 	assert_int_equal(gl.n, 2);
@@ -386,6 +426,7 @@ static void test_codecs(void **state)
 		add_batch(&in, 100, recs, ts, 10, codec);
 		assert_int_equal(clean_map_build(map, in.buf, in.len, 0, &no_aborted, MAX_RECORDS_BYTES), 0);
 		assert_int_equal(clean_map_get(map, (const uint8_t *)"k3", 2), 108);
+		o.covered_end = clean_map_latest_offset(map) + 1;
 		assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
 		collect(out.buf, out.len, &gl);
 		assert_int_equal(gl.nbatches, 1);
@@ -443,6 +484,7 @@ static void test_aborted_transactions(void **state)
 	assert_int_equal(clean_map_size(map), 3); /* a, c, d: no marker keys */
 	o.aborted = ab;
 	/* markers kept: the aborted batch goes, the ABORT marker stays (producer 7's last batch) */
+	o.covered_end = clean_map_latest_offset(map) + 1;
 	assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
 	collect(out.buf, out.len, &gl);
 	assert_int_equal(gl.nbatches, 4);
@@ -458,6 +500,7 @@ static void test_aborted_transactions(void **state)
 	/* markers discardable: the COMMIT goes, the ABORT still stays as producer 7's last batch */
 	out.len = 0;
 	ps.markers_discardable = true;
+	o.covered_end = clean_map_latest_offset(map) + 1;
 	assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
 	collect(out.buf, out.len, &gl);
 	assert_int_equal(gl.nbatches, 3);
@@ -469,6 +512,7 @@ static void test_aborted_transactions(void **state)
 	o.aborted = no_aborted;
 	clean_map_clear(map);
 	assert_int_equal(clean_map_build(map, in.buf, in.len, 0, &no_aborted, MAX_RECORDS_BYTES), 0);
+	o.covered_end = clean_map_latest_offset(map) + 1;
 	assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
 	collect(out.buf, out.len, &gl);
 	assert_int_equal(gl.n, 4);
@@ -499,6 +543,7 @@ static void test_producer_last_batch_kept(void **state)
 	assert_int_equal(records_batch_parse(in.buf + in.len - (in.len / 3), in.len / 3, &orig), 0);
 	add_plain(&in, 6, 2000, newer, 2);
 	assert_int_equal(clean_map_build(map, in.buf, in.len, 0, &no_aborted, MAX_RECORDS_BYTES), 0);
+	o.covered_end = clean_map_latest_offset(map) + 1;
 	assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
 	collect(out.buf, out.len, &gl);
 	assert_int_equal(gl.nbatches, 2);
@@ -515,12 +560,14 @@ static void test_producer_last_batch_kept(void **state)
 	assert_int_equal(gl.v[0].offset, 6);
 	/* cleaned again: the empty batch stays while it is the producer's last, byte for byte */
 	in.len = 0;
+	o.covered_end = clean_map_latest_offset(map) + 1;
 	assert_int_equal(clean_segment(&o, out.buf, out.len, &in), 0);
 	assert_int_equal(in.len, out.len);
 	assert_memory_equal(in.buf, out.buf, out.len);
 	/* then goes once the producer is no longer in the state */
 	in.len = 0;
 	ps.n = 0;
+	o.covered_end = clean_map_latest_offset(map) + 1;
 	assert_int_equal(clean_segment(&o, out.buf, out.len, &in), 0);
 	collect(in.buf, in.len, &gl);
 	assert_int_equal(gl.nbatches, 1);
@@ -564,6 +611,7 @@ static void test_map_full(void **state)
 	assert_int_equal(clean_map_build(map, in.buf, in.len, 0, &no_aborted, MAX_RECORDS_BYTES), 1);
 	assert_int_equal(clean_map_latest_offset(map), 13);
 	o.delete_horizon_ms = 5000; /* every tombstone is past its horizon */
+	o.covered_end = clean_map_latest_offset(map) + 1;
 	assert_int_equal(clean_segment(&o, in.buf, in.len, &out), 0);
 	collect(out.buf, out.len, &gl);
 	/* 0-4 superseded, tombstones 10-13 covered and dropped, 14-34 untouched */
@@ -596,6 +644,7 @@ static void expect_bad(const uint8_t *p, size_t len)
 
 	wr_init(&out);
 	assert_int_equal(clean_map_build(map, p, len, 0, &no_aborted, MAX_RECORDS_BYTES), -EBADMSG);
+	o.covered_end = clean_map_latest_offset(map) + 1;
 	assert_int_equal(clean_segment(&o, p, len, &out), -EBADMSG);
 	assert_int_equal(out.len, 0);
 	wr_release(&out);
@@ -698,6 +747,7 @@ static void test_mutations(void **state)
 		clean_map_clear(map);
 		rc = clean_map_build(map, bad.buf, bad.len, 0, &no_aborted, MAX_RECORDS_BYTES);
 		assert_true(rc == 0 || rc == 1 || rc == -EBADMSG);
+		o.covered_end = clean_map_latest_offset(map) + 1;
 		rc = clean_segment(&o, bad.buf, bad.len, &out);
 		assert_true(rc == 0 || rc == -EBADMSG);
 	}
@@ -713,6 +763,7 @@ int main(void)
 		cmocka_unit_test(test_map),
 		cmocka_unit_test(test_latest_value_per_key),
 		cmocka_unit_test(test_tombstones),
+		cmocka_unit_test(test_tombstones_clean_part),
 		cmocka_unit_test(test_codecs),
 		cmocka_unit_test(test_aborted_transactions),
 		cmocka_unit_test(test_producer_last_batch_kept),
