@@ -2,7 +2,7 @@
 """1052: compaction of a topic written by idempotent and transactional producers.
 
 A compacted topic (segment.bytes=2048, segment.ms=1000,
-min.cleanable.dirty.ratio=0.01) gets, in order:
+min.cleanable.dirty.ratio=0.01, delete.retention.ms=8000) gets, in order:
   1. an idempotent producer (confluent_kafka, enable.idempotence=true):
      keys idem-00..19, 5 versions, one flush per version;
   2. a transactional producer: a committed transaction overwriting every
@@ -22,11 +22,20 @@ After a pass covering everything below the sentinel:
     sequence) is answered as a duplicate: no error, its original offset,
     the log end unchanged;
   - the same after kill -9 with the producer snapshots removed, which makes
-    the broker rebuild the producer state from the cleaned log alone.
-Runtime ~10 s.
+    the broker rebuild the producer state from the cleaned log alone;
+  - once delete.retention.ms (8000) has passed and another sentinel made
+    the log dirty, the next pass drops the marker of the first aborted
+    transaction (no records left) and keeps the commit markers of the
+    transactions whose records stay; reads and the resend as before, also
+    after another kill -9 without snapshots (a marker the pass dropped must
+    not leave a transaction open in the rebuilt producer state: the last
+    stable offset stays the log end).
+Both isolation levels read the same records every time (nothing aborted is
+left, no transaction is open). Runtime ~18 s.
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
@@ -36,6 +45,7 @@ from confluent_kafka import Producer  # noqa: E402
 from gregor import Broker, check, eq, log, main  # noqa: E402
 
 TOPIC = "txc"
+RETENTION_MS = 8000
 PROPS = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3"}
 
 
@@ -63,20 +73,42 @@ def txn(p, records, commit):
 
 
 def write_transactions(b, want):
+    """The four transactions; returns their offset ranges [from, to) (each
+    ends with its marker at to - 1) and the time the last one ended."""
     p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "compact-txn", "linger.ms": 5})
     p.init_transactions(30)
+    c = iw.Client(b.port)
+    ranges = []
+
+    def run(records, commit):
+        start = c.list_offset(TOPIC, 0)
+        txn(p, records, commit)
+        ranges.append((start, c.list_offset(TOPIC, 0)))
+
     first = [(b"idem-%02d" % k, b"idem-%02d:txn" % k) for k in range(20)]
     first += [(b"t-%02d" % k, b"t-%02d:v0" % k) for k in range(20)]
-    txn(p, first, True)
+    run(first, True)
     want.update(first)
-    txn(p, [(b"t-%02d" % k, b"aborted") for k in range(20)] + [(b"a-%02d" % k, b"aborted") for k in range(5)], False)
+    run([(b"t-%02d" % k, b"aborted") for k in range(20)] + [(b"a-%02d" % k, b"aborted") for k in range(5)], False)
     second = [(b"t-%02d" % k, b"t-%02d:v1" % k) for k in range(10)]
-    txn(p, second, True)
+    run(second, True)
     want.update(second)
-    txn(p, [(b"t-%02d" % k, b"aborted-2") for k in range(10, 20)], False)
+    run([(b"t-%02d" % k, b"aborted-2") for k in range(10, 20)], False)
+    c.close()
+    return ranges, time.time()
+
+
+def markers(b):
+    """Base offsets of the control batches on disk."""
+    return [h.base_offset for h in cp.headers(b, TOPIC) if h.attributes & 0x20]
 
 
 def check_reads(b, want, sentinel, what):
+    """Both isolation levels: offsets increasing, keys unique below the
+    sentinel, nothing aborted, the latest committed value of every key; and
+    read_committed reads up to the log end like read_uncommitted (no
+    transaction is open, none of the aborted records is left)."""
+    got = {}
     for iso in ("read_committed", "read_uncommitted"):
         recs = cp.read_all(b, TOPIC, isolation=iso)
         w = "%s, %s" % (what, iso)
@@ -84,7 +116,24 @@ def check_reads(b, want, sentinel, what):
         cp.check_unique_below(recs, sentinel, w)
         aborted = [(o, k, v) for o, k, v in recs if v.startswith(b"aborted")]
         eq(aborted, [], "%s: records of aborted transactions" % w)
-        eq({k: v for _, k, v in recs if not k.startswith(b"sentinel-")}, want, "%s: latest value per key" % w)
+        seen = {k: v for _, k, v in recs if not k.startswith(b"sentinel-")}
+        eq(sorted((k, seen.get(k)) for k in set(seen) | set(want) if seen.get(k) != want.get(k)), [],
+           "%s: keys whose last value read (key, value) is not the latest committed one" % w)
+        got[iso] = [r[0] for r in recs]
+    eq(got["read_committed"], got["read_uncommitted"], "%s: offsets read by read_committed (want all, as "
+       "read_uncommitted: the last stable offset must be the log end)" % what)
+
+
+def restart_from_log(b):
+    """kill -9, then start without the producer snapshots: the broker
+    rebuilds the producer state from the (cleaned) log alone."""
+    b.kill9()
+    d = b.partition_dir(TOPIC, 0)
+    snaps = [n for n in os.listdir(d) if n.endswith(".snapshot")]
+    for n in snaps:
+        os.remove(os.path.join(d, n))
+    b.start()
+    log("restarted after kill -9 without the %d producer snapshot(s)" % len(snaps))
 
 
 def check_resend(b, last, leo, what):
@@ -99,12 +148,13 @@ def check_resend(b, last, leo, what):
 
 def test():
     with Broker(props=PROPS, overrides=cp.BROKER_OVERRIDES) as b:
-        cp.create(b, TOPIC, cp.topic_config(**{"segment.bytes": "2048"}))
+        cp.create(b, TOPIC, cp.topic_config(**{"segment.bytes": "2048", "delete.retention.ms": str(RETENTION_MS)}))
         last = write_idempotent(b)
         log("idempotent producer %d: last batch at %d, sequence %d, %d records"
             % (last.producer_id, last.base_offset, last.base_sequence, last.record_count))
         want = {}
-        write_transactions(b, want)
+        ranges, txn_end = write_transactions(b, want)
+        log("transactions at %r" % ranges)
         sentinel = cp.seal(b, [TOPIC])[TOPIC]
         first, end, _ = cp.wait_pass(b, TOPIC, end_min=sentinel)
         log("pass [%d, %d), sentinel at %d" % (first, end, sentinel))
@@ -117,15 +167,29 @@ def test():
         leo = sentinel + 1
         check_resend(b, last, leo, "after cleaning")
 
-        b.kill9()
-        d = b.partition_dir(TOPIC, 0)
-        snaps = [n for n in os.listdir(d) if n.endswith(".snapshot")]
-        for n in snaps:
-            os.remove(os.path.join(d, n))
-        b.start()
-        log("restarted after kill -9 without the %d producer snapshot(s)" % len(snaps))
+        restart_from_log(b)
         check_resend(b, last, leo, "after kill -9, state from the cleaned log")
         check_reads(b, want, sentinel, "after kill -9")
+
+        # Past delete.retention.ms the marker of the first aborted transaction,
+        # none of whose records is left, goes with the next pass; the
+        # commit markers of transactions whose records stay are kept.
+        time.sleep(max(0.0, txn_end + RETENTION_MS / 1000.0 + 0.2 - time.time()))
+        mark = b.log_size()
+        sentinel = cp.seal(b, [TOPIC])[TOPIC]
+        cp.wait_pass(b, TOPIC, since=mark, end_min=sentinel)
+        left = markers(b)
+        eq([o for o in left if ranges[1][0] <= o < ranges[1][1]], [],
+           "marker of the aborted transaction %r past delete.retention.ms" % (ranges[1],))
+        for r in (ranges[0], ranges[2]):
+            check(r[1] - 1 in left, "commit marker at %d of the transaction %r (records kept): markers %r"
+                  % (r[1] - 1, r, left))
+        check_reads(b, want, sentinel, "past delete.retention.ms")
+        check_resend(b, last, sentinel + 1, "past delete.retention.ms")
+        log("markers at %r past delete.retention.ms" % left)
+        restart_from_log(b)
+        check_reads(b, want, sentinel, "past delete.retention.ms, after kill -9")
+        check_resend(b, last, sentinel + 1, "past delete.retention.ms, after kill -9")
 
 
 main(test)

@@ -205,15 +205,16 @@ def write_versions(b, topic, keys, versions, tombstoned, spread=False, first=0, 
 
 # -- reading ------------------------------------------------------------------
 
-def read_all(b, topic, partition=0, isolation="read_uncommitted", timeout_s=30):
-    """Reads the partition from its beginning to the end (high watermark, or
-    the last stable offset for read_committed) with librdkafka checking every
-    CRC: [(offset, key, value)]. Any consumer error fails."""
+def read_all(b, topic, partition=0, isolation="read_uncommitted", timeout_s=30, start=OFFSET_BEGINNING):
+    """Reads the partition from its beginning (or offset start) to the end
+    (high watermark, or the last stable offset for read_committed) with
+    librdkafka checking every CRC: [(offset, key, value)]. Any consumer
+    error fails."""
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "compaction-reader",
                   "enable.auto.commit": False, "enable.partition.eof": True, "check.crcs": True,
                   "isolation.level": isolation, "fetch.wait.max.ms": 100})
     try:
-        c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        c.assign([TopicPartition(topic, partition, start)])
         out = []
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
