@@ -16,7 +16,10 @@ consumer reading from the beginning (check.crcs=true) sees:
   - after delete.retention.ms and a further pass (the broker owes it
     without new writes), the tombstoned keys not at all;
 and the partition's *.log files hold under a tenth of the bytes written.
-The same holds after a clean restart. Runtime ~15 s.
+The same holds after a clean restart. Then, on a broker whose offset map
+holds 37 keys (log.cleaner.dedupe.buffer.size=1024), 60 keys x 6 rounds
+are cleaned by passes of at most one map each and end up the same: every
+key once, at its last value. Runtime ~15 s.
 """
 import os
 import sys
@@ -63,6 +66,23 @@ def test():
 
         b.restart()
         cp.check_latest(cp.read_all(b, TOPIC), w, sentinel, "gone", "after a clean restart")
+    small_map()
+
+
+def small_map():
+    """log.cleaner.dedupe.buffer.size=1024: the offset map holds 37 keys, so
+    60 keys x 6 rounds are cleaned over many passes, each up to where its
+    map filled; in the end every key is still there once, at its last value."""
+    overrides = dict(cp.BROKER_OVERRIDES, **{"log.cleaner.dedupe.buffer.size": "1024"})
+    with Broker(overrides=overrides, name="1050-small-map") as b:
+        cp.create(b, TOPIC, cp.topic_config(**{"segment.bytes": "2048", "delete.retention.ms": "600000"}))
+        w = cp.write_versions(b, TOPIC, 60, 6, 6)
+        sentinel = cp.seal(b, [TOPIC])[TOPIC]
+        cp.wait_pass(b, TOPIC, end_min=sentinel)
+        ranges = [p[:2] for p in cp.passes(b, TOPIC)]
+        check(max(z - a for a, z in ranges) < 60, "a pass covered %r: more keys than the map holds" % (ranges,))
+        cp.check_latest(cp.read_all(b, TOPIC), w, sentinel, "kept", "after passes with a 37-key map")
+        log("small map: %d passes %s; every key once, at its last value" % (len(ranges), ranges))
 
 
 main(test)
