@@ -19,7 +19,10 @@ and the partition's *.log files hold under a tenth of the bytes written.
 The same holds after a clean restart. Then, on a broker whose offset map
 holds 37 keys (log.cleaner.dedupe.buffer.size=1024), 60 keys x 6 rounds
 are cleaned by passes of at most one map each and end up the same: every
-key once, at its last value. Runtime ~15 s.
+key once, at its last value. On that broker too: min.compaction.lag.ms=4000
+keeps the last 4 s of writes uncleaned; max.compaction.lag.ms=2000 gets a
+log cleaned whose dirty ratio stays under min.cleanable.dirty.ratio=0.99.
+Runtime ~25 s.
 """
 import os
 import sys
@@ -83,6 +86,35 @@ def small_map():
         check(max(z - a for a, z in ranges) < 60, "a pass covered %r: more keys than the map holds" % (ranges,))
         cp.check_latest(cp.read_all(b, TOPIC), w, sentinel, "kept", "after passes with a 37-key map")
         log("small map: %d passes %s; every key once, at its last value" % (len(ranges), ranges))
+        lags(b)
+
+
+def lags(b):
+    """min.compaction.lag.ms=4000: nothing written in the last 4 s is
+    cleaned; max.compaction.lag.ms=2000 on a topic whose dirty ratio stays
+    under min.cleanable.dirty.ratio=0.99: cleaned anyway once its dirty part
+    is 2 s old."""
+    cp.create(b, "min-lag", cp.topic_config(**{"min.compaction.lag.ms": "4000"}))
+    cp.create(b, "max-lag", cp.topic_config(**{"max.compaction.lag.ms": "2000", "min.cleanable.dirty.ratio": "0.99"}))
+    t0 = time.time()
+    w = cp.write_versions(b, "min-lag", 20, 5, 0)
+    sentinel = cp.seal(b, ["min-lag"])["min-lag"]
+    recs = cp.read_all(b, "min-lag")
+    if time.time() < t0 + 4:
+        eq(len(recs), sentinel + 1, "records of 'min-lag' within min.compaction.lag.ms of their writing")
+    cp.wait_pass(b, "min-lag", end_min=sentinel)
+    check(time.time() >= t0 + 4, "'min-lag' cleaned within min.compaction.lag.ms of its first write")
+    cp.check_latest(cp.read_all(b, "min-lag"), w, sentinel, "kept", "'min-lag' past min.compaction.lag.ms")
+
+    w = cp.write_versions(b, "max-lag", 20, 5, 0)
+    sentinel = cp.seal(b, ["max-lag"])["max-lag"]
+    cp.wait_pass(b, "max-lag", end_min=sentinel)  # the first pass: all dirty, ratio 1
+    cp.write_versions(b, "max-lag", 2, 1, 0, first=5, w=w)  # a dirty part far under the ratio
+    mark = b.log_size()
+    sentinel = cp.seal(b, ["max-lag"])["max-lag"]
+    cp.wait_pass(b, "max-lag", since=mark, end_min=sentinel)
+    cp.check_latest(cp.read_all(b, "max-lag"), w, sentinel, "kept", "'max-lag' past max.compaction.lag.ms")
+    log("min.compaction.lag.ms and max.compaction.lag.ms followed")
 
 
 main(test)
