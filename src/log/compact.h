@@ -98,7 +98,7 @@ struct compact_job {
 	struct compact_out *out;
 	int nout;
 	int64_t covered_end; /* the next pass's first dirty offset */
-	int64_t due_ms;      /* when a kept tombstone or marker may go, INT64_MAX never */
+	int64_t due_ms;      /* when kept tombstones or markers may go (with some slack), INT64_MAX never */
 	int64_t bytes_read, bytes_written, run_ms;
 	int err; /* 0, or -errno of a failed pass (its files are removed) */
 };

@@ -22,6 +22,9 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+/* Longest a removable tombstone or marker waits for company before a pass removes it. */
+#define COMPACT_DUE_SLACK_MS (3600 * 1000LL)
+
 /* ---- input, throttling ---- */
 
 struct compact_io {
@@ -358,6 +361,10 @@ void compact_run(struct compact_job *job, struct clean_map *map, const volatile 
 		rc = -errno;
 	if (ctx.tombstone_ts_min != INT64_MAX && ctx.tombstone_ts_min + job->cfg.delete_retention_ms < job->due_ms)
 		job->due_ms = ctx.tombstone_ts_min + job->cfg.delete_retention_ms;
+	if (job->due_ms != INT64_MAX) /* let more of them expire, rather than one pass each */
+		job->due_ms += job->cfg.delete_retention_ms / 4 < COMPACT_DUE_SLACK_MS
+				       ? job->cfg.delete_retention_ms / 4
+				       : COMPACT_DUE_SLACK_MS;
 	if (rc) {
 		compact_remove_outputs(job);
 		for (int i = 0; i < job->nout; i++)
