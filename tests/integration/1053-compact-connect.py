@@ -14,8 +14,9 @@ kafka-python (python3-kafka, check_crcs=True, no group) reads the topic
 back from the beginning after a pass over everything below the sentinel:
 offsets increasing, every key once below the active segment, exactly the
 last value kafkajs wrote for every live key at its offset, the deleted
-connectors' keys only as tombstones; after delete.retention.ms and a
-further pass, not at all. Runtime ~15 s.
+connectors' keys only as tombstones (the same records when kafka-python
+reads as a 0.10 client, the cleaned batches down-converted to magic 1);
+after delete.retention.ms and a further pass, not at all. Runtime ~15 s.
 """
 import json
 import os
@@ -26,8 +27,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
 import compaction as cp  # noqa: E402
-from gregor import REPO_ROOT, Broker, check, log, main  # noqa: E402
-from kafka import KafkaConsumer, TopicPartition  # noqa: E402
+from gregor import REPO_ROOT, Broker, eq, log, main  # noqa: E402
 
 TOPIC = "connect-configs"
 RETENTION_MS = 4000
@@ -98,40 +98,21 @@ def kafkajs_write(b):
     return w
 
 
-def kafka_python_read(b, timeout_s=30):
-    """Every record of the partition with kafka-python: [(offset, key, value)]."""
-    c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id=None, enable_auto_commit=False, check_crcs=True,
-                      request_timeout_ms=15000, fetch_max_wait_ms=100)
-    try:
-        tp = TopicPartition(TOPIC, 0)
-        c.assign([tp])
-        c.seek_to_beginning(tp)
-        end = c.end_offsets([tp])[tp]
-        out = []
-        deadline = time.monotonic() + timeout_s
-        while c.position(tp) < end:
-            check(time.monotonic() < deadline, "kafka-python stuck at offset %d of %d after %d records"
-                  % (c.position(tp), end, len(out)))
-            for m in c.poll(timeout_ms=500).get(tp, []):
-                out.append((m.offset, m.key, m.value))
-        return out
-    finally:
-        c.close()
-
-
 def test():
     with Broker(overrides=cp.BROKER_OVERRIDES) as b:
         w = kafkajs_write(b)
         log("kafkajs wrote %d live keys and %d tombstones" % (len(w.latest), len(w.tomb)))
         sentinel = cp.seal(b, [TOPIC])[TOPIC]
         first, end, _ = cp.wait_pass(b, TOPIC, end_min=sentinel)
-        recs = kafka_python_read(b)
+        recs = cp.kafka_python_read(b, TOPIC)
         if time.time() < w.tomb_t0 + RETENTION_MS / 1000.0:
             cp.check_latest(recs, w, sentinel, "kept", "kafka-python after the pass [%d, %d)" % (first, end))
             log("kafka-python read %d records: latest value per key, tombstones kept" % len(recs))
+            eq(cp.kafka_python_read(b, TOPIC, api_version=(0, 10)), recs,
+               "records read by kafka-python as a 0.10 client (Fetch v2, batches down-converted to magic 1)")
         else:
             log("the first full pass ended past the tombstone horizon: tombstones not checked before it")
-        cp.wait_tombstones_gone(b, [TOPIC], {TOPIC: w}, RETENTION_MS, reader=lambda b, t: kafka_python_read(b))
+        cp.wait_tombstones_gone(b, [TOPIC], {TOPIC: w}, RETENTION_MS, reader=cp.kafka_python_read)
         log("kafka-python past the horizon: the deleted connectors' keys are gone")
 
 

@@ -233,6 +233,33 @@ def read_all(b, topic, partition=0, isolation="read_uncommitted", timeout_s=30, 
         c.close()
 
 
+def kafka_python_read(b, topic, partition=0, api_version=None, timeout_s=30):
+    """Every record of the partition read by kafka-python (check_crcs, no
+    group; api_version as KafkaConsumer takes it, None to probe):
+    [(offset, key, value)]."""
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id=None, enable_auto_commit=False, check_crcs=True,
+                      request_timeout_ms=15000, fetch_max_wait_ms=100, api_version=api_version)
+    try:
+        tp = KTopicPartition(topic, partition)
+        c.assign([tp])
+        c.seek_to_beginning(tp)
+        end = c.end_offsets([tp])[tp]
+        out = []
+        deadline = time.monotonic() + timeout_s
+        while c.position(tp) < end:
+            if time.monotonic() >= deadline:
+                raise AssertionError("kafka-python %s stuck at offset %d of %d of '%s-%d' after %d records"
+                                     % (api_version, c.position(tp), end, topic, partition, len(out)))
+            for m in c.poll(timeout_ms=500).get(tp, []):
+                out.append((m.offset, m.key, m.value))
+        return out
+    finally:
+        c.close()
+
+
 def check_increasing(recs, what):
     offs = [r[0] for r in recs]
     for a, z in zip(offs, offs[1:]):
