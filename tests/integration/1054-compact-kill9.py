@@ -23,7 +23,11 @@ appears, or right after a *.log.swap file appears. After each kill the
 At least one kill must have found a *.log.swap and three a pass under way
 (else the test did not exercise what it claims). Finally a pass over the
 whole log completes (keys unique below the active segment, latest values
-exact). Runtime ~60 s, bounded at 90 s.
+exact). Then, on a compact,delete topic, DeleteRecords and later
+DeleteTopics while a pass over it is under way: nothing below the new log
+start is served, the latest values above it are exact, and the topic
+created again under the same name holds only its own records.
+Runtime ~35 s, bounded at 90 s.
 """
 import os
 import random
@@ -34,6 +38,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
 import compaction as cp  # noqa: E402
+import idemwire as iw  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
 from gregor import Broker, check, eq, log, main  # noqa: E402
 
 TOPIC = "kill9"
@@ -43,11 +49,11 @@ BUDGET_S = 90
 OVERRIDES = dict(cp.BROKER_OVERRIDES, **{"log.cleaner.io.max.bytes.per.second": "300000"})
 
 
-def leftovers(b):
+def leftovers(b, topic=TOPIC):
     """{name: (inode, mtime_ns, size)} of the *.cleaned and *.swap files of the partition."""
-    d = b.partition_dir(TOPIC, 0)
+    d = b.partition_dir(topic, 0)
     out = {}
-    for n in os.listdir(d):
+    for n in (os.listdir(d) if os.path.isdir(d) else []):
         if n.endswith(".cleaned") or n.endswith(".swap"):
             try:
                 st = os.stat(os.path.join(d, n))
@@ -57,11 +63,11 @@ def leftovers(b):
     return out
 
 
-def wait_file(b, suffix, timeout_s):
+def wait_file(b, suffix, timeout_s, topic=TOPIC):
     """Waits (bounded) for a file of the partition ending in suffix; True if one appeared."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if any(n.endswith(suffix) for n in leftovers(b)):
+        if any(n.endswith(suffix) for n in leftovers(b, topic)):
             return True
         time.sleep(0.005)
     return False
@@ -141,6 +147,43 @@ def test():
                      timeout_s=max(5, BUDGET_S - 5 - (time.monotonic() - t_start)))
         cp.check_latest(cp.read_all(b, TOPIC), w, sentinel, "kept", "after the last pass")
         eq(leftovers(b), {}, "cleaner files after the last pass")
+        admin_mid_pass(b)
+
+
+def admin_mid_pass(b):
+    """DeleteRecords, then DeleteTopics, while a pass over the partition is
+    under way: the pass is dropped or installed, never serving records below
+    the new log start or resurrecting a deleted topic; the broker lives on."""
+    t = "both"
+    cp.create(b, t, cp.topic_config(**{"cleanup.policy": "compact,delete"}))
+    w = cp.write_versions(b, t, KEYS, 8, 0)
+    check(wait_file(b, ".cleaned", 15, t), "no pass over '%s' started within 15 s" % t)
+    c = iw.Client(b.port)
+    cut = KEYS * 4
+    eq(c.delete_records(t, 0, cut), (0, cut), "DeleteRecords during a pass (error, low watermark)")
+    c.close()
+    sentinel = cp.seal(b, [t])[t]
+    cp.wait_pass(b, t, end_min=sentinel)
+    w.at = {o: r for o, r in w.at.items() if o >= cut}
+    w.latest = {k: r for k, r in w.latest.items() if r[0] >= cut}
+    recs = cp.read_all(b, t)
+    check(recs and recs[0][0] >= cut, "'%s': first record served at %r, log start %d" % (t, recs[:1], cut))
+    cp.check_latest(recs, w, sentinel, "kept", "'%s' after DeleteRecords during a pass" % t)
+    log("DeleteRecords to %d during a pass: nothing below it served, latest values exact" % cut)
+
+    cp.write_versions(b, t, KEYS, 4, 0)
+    check(wait_file(b, ".cleaned", 15, t), "no second pass over '%s' started within 15 s" % t)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.delete_topics([t], operation_timeout=10)[t].result(15)
+    mark = b.log_size()
+    cp.create(b, t, cp.topic_config())
+    fresh = cp.write_versions(b, t, 3, 1, 0)
+    sentinel = cp.seal(b, [t])[t]
+    cp.wait_pass(b, t, since=mark, end_min=sentinel)
+    eq(leftovers(b, t), {}, "cleaner files in the new '%s' after its pass" % t)
+    cp.check_latest(cp.read_all(b, t), fresh, sentinel, "kept", "'%s' deleted during a pass and created again" % t)
+    eq(sorted(fresh.at), list(range(3)), "offsets of the new topic's records")
+    log("DeleteTopics during a pass: the topic created again holds only its own records")
 
 
 main(test)
