@@ -23,10 +23,12 @@ appears, or right after a *.log.swap file appears. After each kill the
 At least one kill must have found a *.log.swap and three a pass under way
 (else the test did not exercise what it claims). Finally a pass over the
 whole log completes (keys unique below the active segment, latest values
-exact). Then, on a compact,delete topic, DeleteRecords and later
-DeleteTopics while a pass over it is under way: nothing below the new log
-start is served, the latest values above it are exact, and the topic
-created again under the same name holds only its own records.
+exact). Then, on a compact,delete topic, DeleteRecords while a pass over
+it is under way: nothing below the new log start is served, the latest
+values above it are exact. Three times, DeleteTopics while a pass over the
+topic is under way and the topic created again at once under the same
+name: after its own pass it holds only its own records and no file of the
+deleted topic's pass.
 Runtime ~35 s, bounded at 90 s.
 """
 import os
@@ -171,18 +173,22 @@ def admin_mid_pass(b):
     cp.check_latest(recs, w, sentinel, "kept", "'%s' after DeleteRecords during a pass" % t)
     log("DeleteRecords to %d during a pass: nothing below it served, latest values exact" % cut)
 
-    cp.write_versions(b, t, KEYS, 4, 0)
-    check(wait_file(b, ".cleaned", 15, t), "no second pass over '%s' started within 15 s" % t)
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
-    admin.delete_topics([t], operation_timeout=10)[t].result(15)
-    mark = b.log_size()
-    cp.create(b, t, cp.topic_config())
-    fresh = cp.write_versions(b, t, 3, 1, 0)
-    sentinel = cp.seal(b, [t])[t]
-    cp.wait_pass(b, t, since=mark, end_min=sentinel)
-    eq(leftovers(b, t), {}, "cleaner files in the new '%s' after its pass" % t)
-    cp.check_latest(cp.read_all(b, t), fresh, sentinel, "kept", "'%s' deleted during a pass and created again" % t)
-    eq(sorted(fresh.at), list(range(3)), "offsets of the new topic's records")
+    for i in range(3):
+        t = "gone-%d" % i
+        cp.create(b, t, cp.topic_config())
+        cp.write_versions(b, t, KEYS, 4, 0)
+        check(wait_file(b, ".cleaned", 15, t), "no pass over '%s' started within 15 s" % t)
+        admin.delete_topics([t], operation_timeout=10)[t].result(15)
+        mark = b.log_size()
+        cp.create(b, t, cp.topic_config())
+        fresh = cp.write_versions(b, t, 3, 1, 0)
+        sentinel = cp.seal(b, [t])[t]
+        cp.wait_pass(b, t, since=mark, end_min=sentinel)
+        eq(leftovers(b, t), {}, "cleaner files in '%s' created again after its deletion during a pass, "
+           "after its own pass" % t)
+        cp.check_latest(cp.read_all(b, t), fresh, sentinel, "kept", "'%s' deleted during a pass and created again" % t)
+        eq(sorted(fresh.at), list(range(3)), "offsets of the new '%s' records" % t)
     log("DeleteTopics during a pass: the topic created again holds only its own records")
 
 
