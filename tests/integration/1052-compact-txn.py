@@ -178,18 +178,24 @@ def test():
         mark = b.log_size()
         sentinel = cp.seal(b, [TOPIC])[TOPIC]
         cp.wait_pass(b, TOPIC, since=mark, end_min=sentinel)
-        left = markers(b)
-        eq([o for o in left if ranges[1][0] <= o < ranges[1][1]], [],
-           "marker of the aborted transaction %r past delete.retention.ms" % (ranges[1],))
-        for r in (ranges[0], ranges[2]):
-            check(r[1] - 1 in left, "commit marker at %d of the transaction %r (records kept): markers %r"
-                  % (r[1] - 1, r, left))
-        check_reads(b, want, sentinel, "past delete.retention.ms")
-        check_resend(b, last, sentinel + 1, "past delete.retention.ms")
-        log("markers at %r past delete.retention.ms" % left)
+        checks = cp.Checks()
+        checks.run("markers past delete.retention.ms", check_markers, b, ranges)
+        checks.run("reads past delete.retention.ms", check_reads, b, want, sentinel, "past delete.retention.ms")
+        checks.run("resend past delete.retention.ms", check_resend, b, last, sentinel + 1, "past delete.retention.ms")
         restart_from_log(b)
-        check_reads(b, want, sentinel, "past delete.retention.ms, after kill -9")
-        check_resend(b, last, sentinel + 1, "past delete.retention.ms, after kill -9")
+        checks.run("reads after kill -9", check_reads, b, want, sentinel, "past delete.retention.ms, after kill -9")
+        checks.run("resend after kill -9", check_resend, b, last, sentinel + 1,
+                   "past delete.retention.ms, after kill -9")
+        checks.raise_any()
 
+
+def check_markers(b, ranges):
+    left = markers(b)
+    log("markers at %r past delete.retention.ms" % left)
+    eq([o for o in left if ranges[1][0] <= o < ranges[1][1]], [],
+       "marker of the aborted transaction %r past delete.retention.ms" % (ranges[1],))
+    for r in (ranges[0], ranges[2]):
+        check(r[1] - 1 in left, "commit marker at %d of the transaction %r (records kept): markers %r"
+              % (r[1] - 1, r, left))
 
 main(test)

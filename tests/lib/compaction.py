@@ -18,9 +18,11 @@ wait_pass() waits for such a line (bounded), never for a guessed time.
 
 import os
 import re
+import sys
 import time
 
 import batchwire
+from gregor import BrokerError
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 # Broker settings of the tests: the cleaner looks for work every 100 ms.
@@ -366,3 +368,24 @@ class BatchHeader:
 
 def headers(b, topic, partition=0):
     return [BatchHeader(x) for _, x in disk_batches(b, topic, partition)]
+
+
+class Checks:
+    """Runs independent checks of one test to the end, so that one failing
+    does not hide the others; raise_any() fails with all of them."""
+
+    def __init__(self):
+        self.failed = []
+
+    def run(self, what, fn, *args):
+        try:
+            return fn(*args)
+        except (AssertionError, BrokerError) as e:
+            self.failed.append("%s: %s" % (what, e))
+            sys.stdout.write("FAILED %s: %s\n" % (what, e))
+            sys.stdout.flush()
+            return None
+
+    def raise_any(self):
+        if self.failed:
+            raise AssertionError("%d check(s) failed:\n  %s" % (len(self.failed), "\n  ".join(self.failed)))
