@@ -33,8 +33,12 @@ topic is under way and the topic created again at once under the same
 name: after its own pass it holds only its own records and no file of the
 deleted topic's pass. And first, on a broker of its own cleaning at
 20 KB/s, SIGTERM during a pass over a 300 KB segment exits 0 within the
-harness's 10 s and the next start serves every record as written. These
-last three checks all run, whichever fails.
+harness's 10 s and the next start serves every record as written; and a
+kill -9 after the second of several groups of one pass is swapped in
+(files written with the cleaner off, cleaned after a restart at 60 KB/s):
+the key whose old value the first group dropped and whose tombstone the
+second group dropped does not come back after the restart. These last
+four checks all run, whichever fails.
 Runtime ~45 s, bounded at 90 s.
 """
 import os
@@ -124,6 +128,7 @@ def test():
     log("seed %d (GREGOR_SEED=%d reproduces the kill schedule)" % (seed, seed))
     checks = cp.Checks()
     checks.run("SIGTERM during a throttled pass", sigterm_mid_pass)
+    checks.run("kill -9 between two swaps of one pass", crash_between_swaps)
     with Broker(overrides=OVERRIDES) as b:
         cp.create(b, TOPIC, cp.topic_config(**{"delete.retention.ms": "1000"}))
         w = cp.write_versions(b, TOPIC, KEYS + DOOMED, ROUNDS0, 0)
@@ -168,6 +173,60 @@ def test():
         checks.run("DeleteRecords during a pass", delete_records_mid_pass, b)
         checks.run("DeleteTopics during a pass", delete_topics_mid_pass, b)
         checks.raise_any()
+
+
+def crash_between_swaps():
+    """A pass writes several groups of segments; a kill after the second
+    group's swap file is complete but before the pass ends: start-up
+    completes both swaps. The first group (two small segments: 3 records
+    kept, then key K's value and 10 values updated later) keeps 3 records,
+    the second dropped K's tombstone (delete.retention.ms=0). K's value in
+    the first group's second segment must not come back: after the restart
+    no record of K is served but its tombstone (or none)."""
+    t = "swaps"
+    overrides = dict(cp.BROKER_OVERRIDES, **{"log.cleaner.enable": "false"})
+    with Broker(overrides=overrides, name="1054-swaps") as b:
+        cp.create(b, t, cp.topic_config(**{"delete.retention.ms": "0"}))
+        p = cp.producer(b)
+        k = b"K"
+        # 3 KB, then 2 KB: with the first 12+ KB of the next records over segment.bytes
+        recs = [(b"keep-%d" % i, b"k" * 1000) for i in range(3)]
+        recs_x = [(k, b"K-value")] + [(b"Y-%d" % i, b"o" * 180) for i in range(10)]
+        recs_d1 = [(k, None)] + [(b"Y-%d" % i, b"new") for i in range(10)] + \
+            [(b"W-%03d" % i, cp.PAD) for i in range(150)]
+        recs_more = [(b"Z-%03d" % i, cp.PAD) for i in range(520)]
+        for batch in (recs, recs_x, recs_d1 + recs_more):  # segment.ms rolls the segment between them
+            for key, value in batch:
+                p.produce(t, key=key, value=value, partition=0)
+            eq(p.flush(15), 0, "records unsent")
+            time.sleep(cp.SEGMENT_MS / 1000.0 + 0.1)
+        sentinel = cp.produce_one(p, t, b"sentinel-0", b"sentinel")
+        bases = cp.segment_bases(b, t)
+        check(bases[:3] == [0, 3, 14] and sentinel in bases and len(bases) >= 6,
+              "segments of '%s' start at %r: want 0, 3, 14, several more, %d" % (t, bases, sentinel))
+        b.stop()
+        b.overrides.update({"log.cleaner.enable": "true", "log.cleaner.io.max.bytes.per.second": "60000"})
+        b.start()
+        check(wait_swaps(b, t, 2, 20), "no two *.log.swap files of '%s' within 20 s: %r" % (t, leftovers(b, t)))
+        b.kill9()
+        left = sorted(n for n in leftovers(b, t) if n.endswith(".log.swap"))
+        b.overrides["log.cleaner.enable"] = "false"
+        b.start()
+        served = [(o, key, v) for o, key, v in cp.read_all(b, t) if key == k]
+        log("killed with %r left; records of K served after the restart: %r" % (left, served))
+        check(served in ([], [(14, k, None)]),
+              "a deleted key came back after a crash between two swaps of one pass: K read as %r (its "
+              "tombstone at 14 was dropped by the second group, its value at 3 kept by the first); "
+              "*.log.swap files at the kill: %r" % (served, left))
+
+
+def wait_swaps(b, topic, n, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if len([x for x in leftovers(b, topic) if x.endswith(".log.swap")]) >= n:
+            return True
+        time.sleep(0.002)
+    return False
 
 
 def sigterm_mid_pass():
