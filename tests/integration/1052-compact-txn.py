@@ -31,7 +31,12 @@ After a pass covering everything below the sentinel:
     not leave a transaction open in the rebuilt producer state: the last
     stable offset stays the log end).
 Both isolation levels read the same records every time (nothing aborted is
-left, no transaction is open). Runtime ~18 s.
+left, no transaction is open). First, on a broker of its own, the internal
+topics (compacted too) with 2 KB segments: 150 offset commits of a group
+and 30 transactions of one id cleaned; after kill -9 and a clean restart
+the committed offset is the last and InitProducerId bumps the last epoch.
+The checks past delete.retention.ms and the internal topics' all run,
+whichever fails. Runtime ~20 s.
 """
 import os
 import sys
@@ -41,7 +46,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import compaction as cp  # noqa: E402
 import idemwire as iw  # noqa: E402
-from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from gregor import Broker, check, eq, log, main  # noqa: E402
 
 TOPIC = "txc"
@@ -146,7 +151,53 @@ def check_resend(b, last, leo, what):
         c.close()
 
 
+def internal_topics():
+    """__consumer_offsets and __transaction_state are compacted too: with
+    2 KB segments and log.cleaner.min.cleanable.ratio=0.01, 150 commits of
+    one group's offset and 30 transactions of one transactional id get them
+    cleaned; after kill -9 and after a clean restart the group's committed
+    offset is the last one and InitProducerId of the id bumps the epoch it
+    had (no older state comes back)."""
+    props = {"transaction.state.log.num.partitions": "1", "offsets.topic.num.partitions": "1",
+             "offsets.topic.segment.bytes": "2048", "transaction.state.log.segment.bytes": "2048",
+             "log.cleaner.min.cleanable.ratio": "0.01", "group.initial.rebalance.delay.ms": "0"}
+    with Broker(props=props, overrides=cp.BROKER_OVERRIDES, name="1052-internal") as b:
+        cp.create(b, "src", {})
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g", "enable.auto.commit": False})
+        for i in range(1, 151):
+            c.commit(offsets=[TopicPartition("src", 0, i)], asynchronous=False)
+        c.close()
+        p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "tx", "linger.ms": 0})
+        p.init_transactions(30)
+        for i in range(30):
+            p.begin_transaction()
+            p.produce("src", key=b"k", value=b"%d" % i, partition=0)
+            p.commit_transaction(30)
+        cp.wait_pass(b, "__consumer_offsets")
+        cp.wait_pass(b, "__transaction_state")
+        w = iw.Client(b.port)
+        pid, epoch = w.init_pid(txn_id="tx")
+        w.close()
+        for how in ("kill -9", "clean restart"):
+            if how == "kill -9":
+                b.kill9()
+                b.start()
+            else:
+                b.restart()
+            c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g"})
+            eq(c.committed([TopicPartition("src", 0)], timeout=10)[0].offset, 150,
+               "committed offset of group g after cleaning and a %s" % how)
+            c.close()
+            w = iw.Client(b.port)
+            epoch += 1
+            eq(w.init_pid(txn_id="tx"), (pid, epoch), "InitProducerId of 'tx' after cleaning and a %s" % how)
+            w.close()
+        log("internal topics cleaned: committed offset and transactional epoch intact across restarts")
+
+
 def test():
+    checks = cp.Checks()
+    checks.run("internal topics", internal_topics)
     with Broker(props=PROPS, overrides=cp.BROKER_OVERRIDES) as b:
         cp.create(b, TOPIC, cp.topic_config(**{"segment.bytes": "2048", "delete.retention.ms": str(RETENTION_MS)}))
         last = write_idempotent(b)
@@ -178,7 +229,6 @@ def test():
         mark = b.log_size()
         sentinel = cp.seal(b, [TOPIC])[TOPIC]
         cp.wait_pass(b, TOPIC, since=mark, end_min=sentinel)
-        checks = cp.Checks()
         checks.run("markers past delete.retention.ms", check_markers, b, ranges)
         checks.run("reads past delete.retention.ms", check_reads, b, want, sentinel, "past delete.retention.ms")
         checks.run("resend past delete.retention.ms", check_resend, b, last, sentinel + 1, "past delete.retention.ms")
