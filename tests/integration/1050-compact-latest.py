@@ -10,7 +10,8 @@ consumer reading from the beginning (check.crcs=true) sees:
   - offsets increasing, every key at most once below the active segment;
   - each of the 90 live keys once, with version 99, at the offset it was
     written at (cleaning keeps offsets); reading from a removed offset
-    starts at the next record kept;
+    starts at the next record kept; ListOffsets by the timestamp of a
+    record kept or removed gives the first record kept at or after it;
   - each tombstoned key once, as its tombstone, while delete.retention.ms
     has not passed (checked only when the read ends before the horizon);
   - after delete.retention.ms and a further pass (the broker owes it
@@ -31,6 +32,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
 import compaction as cp  # noqa: E402
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from gregor import Broker, check, eq, log, main  # noqa: E402
 
 TOPIC = "compacted"
@@ -60,6 +62,7 @@ def test():
            [r for r in recs if r[0] >= gap and r[1] not in w.tomb],
            "records read from offset %d, which cleaning removed" % gap)
 
+        check_times(b, w)
         cp.wait_tombstones_gone(b, [TOPIC], {TOPIC: w}, RETENTION_MS)
         size = cp.disk_bytes(b, TOPIC)
         log("tombstones gone; %d bytes in %d segment files (%d bytes written)"
@@ -70,6 +73,26 @@ def test():
         b.restart()
         cp.check_latest(cp.read_all(b, TOPIC), w, sentinel, "gone", "after a clean restart")
     small_map()
+
+
+def check_times(b, w):
+    """ListOffsets by timestamp on the cleaned log: for timestamps of records
+    kept and removed alike, the first record kept whose timestamp is at
+    least that one (the time indexes of the cleaned segments point at
+    records that exist)."""
+    # Timestamps up to the last live record's only: the tombstones after it
+    # may go at any moment now.
+    kept = [o for o, k, _ in cp.read_all(b, TOPIC) if k in w.latest]
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "times"})
+    try:
+        for o in list(range(0, KEYS * VERSIONS, 499)) + kept[::10]:
+            t = w.ts[o]
+            want = min(k for k in kept if w.ts[k] >= t)
+            got = c.offsets_for_times([TopicPartition(TOPIC, 0, t)], timeout=10)[0]
+            check(got.error is None, "offsets_for_times(%d): %s" % (t, got.error))
+            eq(got.offset, want, "offsets_for_times(timestamp of offset %d)" % o)
+    finally:
+        c.close()
 
 
 def small_map():

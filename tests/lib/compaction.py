@@ -157,12 +157,13 @@ def value_of(k, v):
 class Written:
     """What write_versions() wrote: latest[key] = (offset, value) of every live
     key, tomb[key] = offset of the tombstone of every tombstoned key,
-    at[offset] = (key, value) of every record, payload = bytes of keys and
-    values written, tomb_t0 = wall-clock seconds just before the first
+    at[offset] = (key, value) and ts[offset] = timestamp of every record,
+    payload = bytes of keys and values written, tomb_t0 = wall-clock seconds just before the first
     tombstone was produced."""
 
     def __init__(self):
         self.latest, self.tomb, self.at, self.payload, self.tomb_t0 = {}, {}, {}, 0, None
+        self.ts = {}  # offset -> CreateTime of the record
 
 
 def write_versions(b, topic, keys, versions, tombstoned, spread=False, first=0, w=None, **producer_conf):
@@ -184,6 +185,7 @@ def write_versions(b, topic, keys, versions, tombstoned, spread=False, first=0, 
         sent[1] += 1
         key, off = m.key(), m.offset()
         w.at[off] = (key, m.value())
+        w.ts[off] = m.timestamp()[1]
         w.latest.pop(key, None)
         w.tomb.pop(key, None)
         if m.value() is None:
