@@ -164,21 +164,24 @@ class Written:
     def __init__(self):
         self.latest, self.tomb, self.at, self.payload, self.tomb_t0 = {}, {}, {}, 0, None
         self.ts = {}  # offset -> CreateTime of the record
+        self.hdrs = {}  # offset -> headers of the record (None: none)
 
 
-def write_versions(b, topic, keys, versions, tombstoned, spread=False, first=0, w=None, **producer_conf):
+def write_versions(b, topic, keys, versions, tombstoned, spread=False, first=0, w=None, headers=False,
+                   **producer_conf):
     """versions rounds of updates of keys keys (round v writes value_of(k, v)
     for every k; with spread, only for the keys k >= v * keys / versions, so
     that the last values lie all over the log), then tombstones for the
     keys `tombstoned` (a number: the first that many keys; or key numbers).
-    Rounds are numbered from first. Checks every delivery; returns w (a new
-    Written by default) updated with what was written."""
+    Rounds are numbered from first; with headers, every record carries
+    headers naming its key and round. Checks every delivery; returns w (a
+    new Written by default) updated with what was written."""
     w = w or Written()
     p = producer(b, **producer_conf)
     errors = []
     sent = [0, 0]  # produced, delivered
 
-    def delivered(err, m):
+    def delivered(err, m, hdrs=None):
         if err is not None:
             errors.append(err)
             return
@@ -186,6 +189,7 @@ def write_versions(b, topic, keys, versions, tombstoned, spread=False, first=0, 
         key, off = m.key(), m.offset()
         w.at[off] = (key, m.value())
         w.ts[off] = m.timestamp()[1]
+        w.hdrs[off] = hdrs
         w.latest.pop(key, None)
         w.tomb.pop(key, None)
         if m.value() is None:
@@ -193,14 +197,16 @@ def write_versions(b, topic, keys, versions, tombstoned, spread=False, first=0, 
         else:
             w.latest[key] = (off, m.value())
 
-    def send(key, value):
-        p.produce(topic, key=key, value=value, partition=0, on_delivery=delivered)
+    def send(key, value, v=None):
+        hdrs = [("key", key), ("round", b"%d" % v if v is not None else None)] if headers else None
+        p.produce(topic, key=key, value=value, partition=0, headers=hdrs,
+                  on_delivery=lambda err, m: delivered(err, m, hdrs))
         sent[0] += 1
         p.poll(0)
 
     for v in range(first, first + versions):
         for k in range((v - first) * keys // versions if spread else 0, keys):
-            send(key_of(k), value_of(k, v))
+            send(key_of(k), value_of(k, v), v)
             w.payload += len(key_of(k)) + len(value_of(k, v))
     if p.flush(30) != 0 or errors:
         raise AssertionError("'%s': %d records unsent, delivery errors %r" % (topic, len(p), errors[:3]))
@@ -215,11 +221,12 @@ def write_versions(b, topic, keys, versions, tombstoned, spread=False, first=0, 
 
 # -- reading ------------------------------------------------------------------
 
-def read_all(b, topic, partition=0, isolation="read_uncommitted", timeout_s=30, start=OFFSET_BEGINNING):
+def read_all(b, topic, partition=0, isolation="read_uncommitted", timeout_s=30, start=OFFSET_BEGINNING,
+             full=False):
     """Reads the partition from its beginning (or offset start) to the end
     (high watermark, or the last stable offset for read_committed) with
-    librdkafka checking every CRC: [(offset, key, value)]. Any consumer
-    error fails."""
+    librdkafka checking every CRC: [(offset, key, value)], with full
+    [(offset, key, value, timestamp, headers)]. Any consumer error fails."""
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "compaction-reader",
                   "enable.auto.commit": False, "enable.partition.eof": True, "check.crcs": True,
                   "isolation.level": isolation, "fetch.wait.max.ms": 100})
@@ -236,7 +243,7 @@ def read_all(b, topic, partition=0, isolation="read_uncommitted", timeout_s=30, 
                     return out
                 raise AssertionError("'%s-%d' (%s) after %d records: consumer error %s"
                                      % (topic, partition, isolation, len(out), m.error()))
-            out.append((m.offset(), m.key(), m.value()))
+            out.append((m.offset(), m.key(), m.value()) + ((m.timestamp()[1], m.headers()) if full else ()))
         raise AssertionError("'%s-%d' (%s): no end of partition within %.0fs (%d records read)"
                              % (topic, partition, isolation, timeout_s, len(out)))
     finally:
