@@ -22,8 +22,9 @@ holds 37 keys (log.cleaner.dedupe.buffer.size=1024), 60 keys x 6 rounds
 are cleaned by passes of at most one map each and end up the same: every
 key once, at its last value. On that broker too: min.compaction.lag.ms=4000
 keeps the last 4 s of writes uncleaned; max.compaction.lag.ms=2000 gets a
-log cleaned whose dirty ratio stays under min.cleanable.dirty.ratio=0.99.
-Runtime ~25 s.
+log cleaned whose dirty ratio stays under min.cleanable.dirty.ratio=0.99;
+and a topic with segment.bytes=14 (one record per segment) is cleaned to
+one record per key too. Runtime ~30 s.
 """
 import os
 import sys
@@ -110,6 +111,28 @@ def small_map():
         cp.check_latest(cp.read_all(b, TOPIC), w, sentinel, "kept", "after passes with a 37-key map")
         log("small map: %d passes %s; every key once, at its last value" % (len(ranges), ranges))
         lags(b)
+        tiny_segments(b)
+
+
+def tiny_segments(b):
+    """segment.bytes=14, Kafka's smallest: every batch is a segment of its
+    own (here one record each: 20 keys x 5 rounds), so a pass writes a
+    group per segment, most of them left empty; every key once, at its
+    last value, and the empty segments still give the right offsets."""
+    t = "tiny"
+    cp.create(b, t, cp.topic_config(**{"segment.bytes": "14"}))
+    p = cp.producer(b, **{"linger.ms": 0})
+    w = cp.Written()
+    for v in range(5):
+        for k in range(20):
+            off = cp.produce_one(p, t, cp.key_of(k), cp.value_of(k, v))
+            w.latest[cp.key_of(k)] = (off, cp.value_of(k, v))
+    sentinel = cp.produce_one(p, t, b"sentinel-0", b"sentinel")
+    cp.wait_pass(b, t, end_min=sentinel)
+    recs = cp.read_all(b, t)
+    cp.check_latest(recs, w, sentinel, "kept", "'%s' after a pass" % t)
+    eq(cp.read_all(b, t, start=5), [r for r in recs if r[0] >= 5], "'%s' read from a removed offset" % t)
+    log("segment.bytes=14: %d records left in %d segments" % (len(recs), len(cp.segment_bases(b, t))))
 
 
 def lags(b):
