@@ -37,8 +37,10 @@ harness's 10 s and the next start serves every record as written; and a
 kill -9 after the second of several groups of one pass is swapped in
 (files written with the cleaner off, cleaned after a restart at 60 KB/s):
 the key whose old value the first group dropped and whose tombstone the
-second group dropped does not come back after the restart. These last
-four checks all run, whichever fails.
+second group dropped does not come back after the restart; and a flipped
+byte in a sealed segment fails the pass over it without a crash, files
+unchanged, while another topic is cleaned. These last five checks all
+run, whichever fails.
 Runtime ~45 s, bounded at 90 s.
 """
 import os
@@ -129,6 +131,7 @@ def test():
     checks = cp.Checks()
     checks.run("SIGTERM during a throttled pass", sigterm_mid_pass)
     checks.run("kill -9 between two swaps of one pass", crash_between_swaps)
+    checks.run("corrupt segment", corrupt_segment)
     with Broker(overrides=OVERRIDES) as b:
         cp.create(b, TOPIC, cp.topic_config(**{"delete.retention.ms": "1000"}))
         w = cp.write_versions(b, TOPIC, KEYS + DOOMED, ROUNDS0, 0)
@@ -227,6 +230,40 @@ def wait_swaps(b, topic, n, timeout_s):
             return True
         time.sleep(0.002)
     return False
+
+
+def corrupt_segment():
+    """A sealed segment of one compacted topic has a flipped byte (its
+    batch CRC no longer matches): the pass over it fails without crashing
+    the broker or changing its files, and another topic is still cleaned."""
+    overrides = dict(cp.BROKER_OVERRIDES, **{"log.cleaner.enable": "false"})
+    with Broker(overrides=overrides, name="1054-corrupt") as b:
+        w = {}
+        for t in ("bad", "good"):
+            cp.create(b, t, cp.topic_config(**{"segment.bytes": "2048"}))
+            w[t] = cp.write_versions(b, t, 20, 5, 0)
+        sentinel = cp.seal(b, ["bad", "good"])
+        b.stop()
+        d = b.partition_dir("bad", 0)
+        path = os.path.join(d, "%020d.log" % 0)
+        with open(path, "r+b") as f:
+            f.seek(70)  # inside the first record of the first batch
+            x = f.read(1)
+            f.seek(70)
+            f.write(bytes([x[0] ^ 0xFF]))
+        before = {n: os.path.getsize(os.path.join(d, n)) for n in cp.files(b, "bad")}
+        b.overrides["log.cleaner.enable"] = "true"
+        mark = b.log_size()
+        b.start()
+        cp.wait_pass(b, "good", since=mark, end_min=sentinel["good"])
+        cp.check_latest(cp.read_all(b, "good"), w["good"], sentinel["good"], "kept", "'good' next to a corrupt log")
+        b.wait_log("cleaner: '%s': pass failed" % d, since=mark)
+        check(b.alive(), "broker alive after a pass over a corrupt segment")
+        eq({n: os.path.getsize(os.path.join(d, n)) for n in cp.files(b, "bad")}, before,
+           "segments of 'bad' after the failed pass")
+        eq(leftovers(b, "bad"), {}, "cleaner files of 'bad' after the failed pass")
+        eq(cp.passes(b, "bad", since=mark), [], "passes logged over the corrupt 'bad'")
+        log("a corrupt segment fails its pass; the broker and the other topic go on")
 
 
 def sigterm_mid_pass():
