@@ -103,6 +103,18 @@ static void cleaner_cands_free(struct cleaner_cands *cs)
 	free(cs->m);
 }
 
+/* Forgets candidate i (the last one takes its place). */
+static void cleaner_cands_drop(struct cleaner_cands *cs, int i)
+{
+	int last = --cs->n;
+
+	free(cs->segs[i]);
+	cs->parts[i] = cs->parts[last];
+	cs->cfgs[i] = cs->cfgs[last];
+	cs->logs[i] = cs->logs[last];
+	cs->segs[i] = cs->segs[last];
+}
+
 static int cleaner_cands_grow(struct cleaner_cands *cs)
 {
 	int cap = cs->cap ? cs->cap * 2 : 16;
@@ -171,8 +183,10 @@ static bool cleaner_schedule(struct cleaner *c)
 
 	if (c->inflight || registry_dir_failed(c->b->reg))
 		return c->inflight != NULL;
-	if (cleaner_collect(c, &cs) == 0 && (i = cleaner_choose(&cs, now)) >= 0)
-		job = compact_plan(cs.parts[i], &cs.cfgs[i], &cs.m[i], now);
+	if (cleaner_collect(c, &cs) == 0)
+		while (!job && (i = cleaner_choose(&cs, now)) >= 0)
+			if (!(job = compact_plan(cs.parts[i], &cs.cfgs[i], &cs.m[i], now)))
+				cleaner_cands_drop(&cs, i); /* nothing sealed below its LSO: try the next */
 	cleaner_cands_free(&cs);
 	if (!job)
 		return false;
