@@ -17,7 +17,9 @@ consumer reading from the beginning (check.crcs=true) sees:
   - after delete.retention.ms and a further pass (the broker owes it
     without new writes), the tombstoned keys not at all;
 and the partition's *.log files hold under a tenth of the bytes written.
-The same holds after a clean restart. Then, on a broker whose offset map
+The same holds after a clean restart, and the next pass starts where the
+last one before the restart ended (cleaner-offset-checkpoint). Then, on a
+broker whose offset map
 holds 37 keys (log.cleaner.dedupe.buffer.size=1024), 60 keys x 6 rounds
 are cleaned by passes of at most one map each and end up the same: every
 key once, at its last value. On that broker too: min.compaction.lag.ms=4000
@@ -71,8 +73,17 @@ def test():
         check(size * 10 < w.payload, "the *.log files hold %d bytes, want under a tenth of the %d bytes written"
               % (size, w.payload))
 
+        cleaned_to = max(p[1] for p in cp.passes(b, TOPIC))
         b.restart()
         cp.check_latest(cp.read_all(b, TOPIC), w, sentinel, "gone", "after a clean restart")
+        # The next pass starts where the last one before the restart ended
+        # (cleaner-offset-checkpoint), not at the log start again.
+        mark = b.log_size()
+        cp.write_versions(b, TOPIC, 5, 1, 0, first=VERSIONS, w=w)
+        sentinel = cp.seal(b, [TOPIC])[TOPIC]
+        first, _, _ = cp.wait_pass(b, TOPIC, since=mark, end_min=sentinel)
+        eq(first, cleaned_to, "first offset of the first pass after a restart (the last pass before it ended there)")
+        cp.check_latest(cp.read_all(b, TOPIC), w, sentinel, "gone", "after a pass following the restart")
     small_map()
 
 
