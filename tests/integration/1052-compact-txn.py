@@ -35,8 +35,10 @@ left, no transaction is open). First, on a broker of its own, the internal
 topics (compacted too) with 2 KB segments: 150 offset commits of a group
 and 30 transactions of one id cleaned; after kill -9 and a clean restart
 the committed offset is the last and InitProducerId bumps the last epoch.
-The checks past delete.retention.ms and the internal topics' all run,
-whichever fails. Runtime ~20 s.
+And on another, an open transaction holds the cleaner at its first offset
+(every record from there on stays) until it commits. The checks past
+delete.retention.ms, the internal topics' and the open transaction's all
+run, whichever fails. Runtime ~20 s.
 """
 import os
 import sys
@@ -195,9 +197,44 @@ def internal_topics():
         log("internal topics cleaned: committed offset and transactional epoch intact across restarts")
 
 
+def open_transaction():
+    """An open transaction holds the cleaner back: no pass goes past the
+    first offset of the open transaction (the last stable offset), and
+    every record from there on stays, though later records supersede
+    earlier ones; once it commits, a pass covers the rest."""
+    t = "open"
+    with Broker(props=PROPS, overrides=cp.BROKER_OVERRIDES, name="1052-open") as b:
+        cp.create(b, t, cp.topic_config(**{"segment.bytes": "2048"}))
+        w = cp.write_versions(b, t, 20, 3, 0)
+        p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "open-tx", "linger.ms": 0})
+        p.init_transactions(30)
+        p.begin_transaction()
+        offs = []
+        for k in range(5):
+            p.produce(t, key=cp.key_of(k), value=b"in-txn", partition=0,
+                      on_delivery=lambda err, m: offs.append(m.offset()))
+        eq(p.flush(15), 0, "transactional records unsent")
+        lso = min(offs)
+        cp.write_versions(b, t, 20, 3, 0, first=3, w=w)
+        sentinel = cp.seal(b, [t])[t]
+        time.sleep(1.5)  # time for passes that must not go past the open transaction
+        mark = b.log_size()
+        ended = [p_[1] for p_ in cp.passes(b, t)]
+        check(ended and max(ended) <= lso, "passes over '%s' end at %r while a transaction is open from %d"
+              % (t, ended, lso))
+        after = [o for o, _, _ in cp.read_all(b, t) if o >= lso]
+        eq(after, [o for o in range(lso, sentinel + 1)], "offsets from the open transaction on, read uncommitted")
+        p.commit_transaction(30)
+        cp.wait_pass(b, t, since=mark, end_min=sentinel)
+        cp.check_latest(cp.read_all(b, t, isolation="read_committed"), w, sentinel, "kept",
+                        "'%s' after the transaction committed" % t)
+        log("open transaction from %d: passes ended at %r before its commit, one covered the rest after" % (lso, ended))
+
+
 def test():
     checks = cp.Checks()
     checks.run("internal topics", internal_topics)
+    checks.run("open transaction", open_transaction)
     with Broker(props=PROPS, overrides=cp.BROKER_OVERRIDES) as b:
         cp.create(b, TOPIC, cp.topic_config(**{"segment.bytes": "2048", "delete.retention.ms": str(RETENTION_MS)}))
         last = write_idempotent(b)
