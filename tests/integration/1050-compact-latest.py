@@ -18,7 +18,9 @@ consumer reading from the beginning (check.crcs=true) sees:
     without new writes), the tombstoned keys not at all;
 and the partition's *.log files hold under a tenth of the bytes written.
 The same holds after a clean restart, and the next pass starts where the
-last one before the restart ended (cleaner-offset-checkpoint). Then, on a
+last one before the restart ended (cleaner-offset-checkpoint). Fetches
+from 40 offsets of a cleaned log whose kept records are spread over a
+large segment each start at the first record kept at or after the offset. Then, on a
 broker whose offset map
 holds 37 keys (log.cleaner.dedupe.buffer.size=1024), 60 keys x 6 rounds
 are cleaned by passes of at most one map each and end up the same: every
@@ -84,7 +86,39 @@ def test():
         first, _, _ = cp.wait_pass(b, TOPIC, since=mark, end_min=sentinel)
         eq(first, cleaned_to, "first offset of the first pass after a restart (the last pass before it ended there)")
         cp.check_latest(cp.read_all(b, TOPIC), w, sentinel, "gone", "after a pass following the restart")
+        index_lookups(b)
     small_map()
+
+
+def index_lookups(b):
+    """Fetches from 40 offsets of a cleaned log in 1 MB segments whose kept
+    records are spread all over it (key k last written in round
+    k * 3 / 400): each starts at the first record kept at or after it,
+    wherever the offset index of the cleaned segment points."""
+    t = "spread"
+    cp.create(b, t, cp.topic_config(**{"segment.bytes": "1048576"}))
+    w = cp.write_versions(b, t, 400, 3, 0, spread=True)
+    sentinel = cp.seal(b, [t])[t]
+    cp.wait_pass(b, t, end_min=sentinel)
+    kept = [o for o, _, _ in cp.read_all(b, t)]
+    cp.check_latest(cp.read_all(b, t), w, sentinel, "kept", "'%s' after a pass" % t)
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "lookups", "enable.partition.eof": True,
+                  "check.crcs": True, "enable.auto.commit": False, "fetch.wait.max.ms": 10})
+    try:
+        for start in range(0, sentinel + 1, max(1, sentinel // 40)):
+            c.assign([TopicPartition(t, 0, start)])
+            got = None
+            deadline = time.monotonic() + 10
+            while got is None and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None:
+                    check(not m.error(), "fetch of '%s' from %d: %s" % (t, start, m.error()))
+                    got = m.offset()
+            c.unassign()
+            eq(got, min(o for o in kept if o >= start), "first record fetched from offset %d" % start)
+    finally:
+        c.close()
+    log("fetches from %d offsets of the cleaned '%s' start at the right record" % (sentinel // max(1, sentinel // 40) + 1, t))
 
 
 def check_times(b, w):
