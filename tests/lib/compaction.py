@@ -1,15 +1,16 @@
 """What the log-compaction tests (tests/integration/105x-*) share: waiting for
 cleaner passes in the broker log, sealing the active segment, reading a
-partition back whole, the files of a partition, and the "latest value per
-key" scenario with its checks.
+partition back whole (confluent_kafka with check.crcs, or kafka-python),
+the files and batch headers of a partition, the "latest value per key"
+scenario with its checks, and Checks to run independent checks to the end.
 
     import compaction as cp
 
     cp.create(b, "t", cp.topic_config(**{"delete.retention.ms": "4000"}))
     w = cp.write_versions(b, "t", keys=100, versions=100, tombstoned=10)
     sentinel = cp.seal(b, ["t"])["t"]        # every record so far is now in a sealed segment
-    pos = cp.wait_pass(b, "t", end_min=sentinel)[1]
-    cp.check_latest(cp.read_all(b, "t"), w, sentinel, tombstones="kept")
+    pos = cp.wait_pass(b, "t", end_min=sentinel)[2]   # log position after that pass's line
+    cp.check_latest(cp.read_all(b, "t"), w, sentinel, "kept", "after the pass")
 
 A pass is seen through the one line the broker logs after it:
     cleaner: '<dir>/<topic>-<partition>': cleaned [<from>, <to>) ...
