@@ -27,8 +27,9 @@ passes of at most one map each and end up the same: every key once, at
 its last value. On that broker too: min.compaction.lag.ms=4000
 keeps the last 4 s of writes uncleaned; max.compaction.lag.ms=2000 gets a
 log cleaned whose dirty ratio stays under min.cleanable.dirty.ratio=0.99;
-and a topic with segment.bytes=14 (one record per segment) is cleaned to
-one record per key too. Runtime ~30 s.
+a topic with segment.bytes=14 (one record per segment) is cleaned to one
+record per key too, and so is a topic switched from cleanup.policy=delete
+to compact by AlterConfigs. Runtime ~35 s.
 """
 import os
 import sys
@@ -38,6 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import compaction as cp  # noqa: E402
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource  # noqa: E402
 from gregor import Broker, check, eq, log, main  # noqa: E402
 
 TOPIC = "compacted"
@@ -158,6 +160,24 @@ def small_map():
         log("small map: %d passes %s; every key once, at its last value" % (len(ranges), ranges))
         lags(b)
         tiny_segments(b)
+        altered_policy(b)
+
+
+def altered_policy(b):
+    """A topic created with cleanup.policy=delete and switched to compact by
+    AlterConfigs is cleaned like any compacted topic."""
+    t = "altered"
+    cfg = cp.topic_config(**{"cleanup.policy": "delete"})
+    cp.create(b, t, cfg)
+    w = cp.write_versions(b, t, 30, 5, 0)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    for f in admin.alter_configs([ConfigResource("topic", t, set_config=dict(cfg, **{
+            "cleanup.policy": "compact"}))]).values():
+        f.result(10)
+    sentinel = cp.seal(b, [t])[t]
+    cp.wait_pass(b, t, end_min=sentinel)
+    cp.check_latest(cp.read_all(b, t), w, sentinel, "kept", "'%s' after cleanup.policy=compact by AlterConfigs" % t)
+    log("cleanup.policy switched to compact by AlterConfigs: cleaned")
 
 
 def tiny_segments(b):
