@@ -29,7 +29,7 @@ keeps the last 4 s of writes uncleaned; max.compaction.lag.ms=2000 gets a
 log cleaned whose dirty ratio stays under min.cleanable.dirty.ratio=0.99;
 a topic with segment.bytes=14 (one record per segment) is cleaned to one
 record per key too, and so is a topic switched from cleanup.policy=delete
-to compact by AlterConfigs. Runtime ~35 s.
+to compact by AlterConfigs (and no more once switched back). Runtime ~40 s.
 """
 import os
 import sys
@@ -165,19 +165,33 @@ def small_map():
 
 def altered_policy(b):
     """A topic created with cleanup.policy=delete and switched to compact by
-    AlterConfigs is cleaned like any compacted topic."""
+    AlterConfigs is cleaned like any compacted topic; switched back to
+    delete, it is not cleaned any more: every record written after that
+    stays."""
     t = "altered"
     cfg = cp.topic_config(**{"cleanup.policy": "delete"})
     cp.create(b, t, cfg)
     w = cp.write_versions(b, t, 30, 5, 0)
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
-    for f in admin.alter_configs([ConfigResource("topic", t, set_config=dict(cfg, **{
-            "cleanup.policy": "compact"}))]).values():
-        f.result(10)
+
+    def policy(value):
+        for f in admin.alter_configs([ConfigResource("topic", t, set_config=dict(cfg, **{
+                "cleanup.policy": value}))]).values():
+            f.result(10)
+
+    policy("compact")
     sentinel = cp.seal(b, [t])[t]
     cp.wait_pass(b, t, end_min=sentinel)
     cp.check_latest(cp.read_all(b, t), w, sentinel, "kept", "'%s' after cleanup.policy=compact by AlterConfigs" % t)
-    log("cleanup.policy switched to compact by AlterConfigs: cleaned")
+    policy("delete")
+    mark = b.log_size()
+    cp.write_versions(b, t, 30, 3, 0, first=5)
+    last = cp.seal(b, [t])[t]
+    time.sleep(1.5)  # time for passes that must not happen
+    eq(cp.passes(b, t, since=mark), [], "passes over '%s' after cleanup.policy=delete" % t)
+    eq([o for o, _, _ in cp.read_all(b, t) if o > sentinel], list(range(sentinel + 1, last + 1)),
+       "offsets of '%s' written after cleanup.policy=delete" % t)
+    log("cleanup.policy switched by AlterConfigs: cleaned while compact, not once delete again")
 
 
 def tiny_segments(b):
