@@ -1,46 +1,47 @@
 #!/usr/bin/python3
-"""1054: kill -9 at random moments of compaction passes.
+"""1054: kill -9 (and other interruptions) at random moments of compaction passes.
 
-A compacted topic (segment.bytes=16384, min.cleanable.dirty.ratio=0.01)
-with 260 keys x 12 rounds of updates (~360 KB in ~23 segments) and a
-cleaner limited to log.cleaner.io.max.bytes.per.second=300000, so that a
-pass takes a second or more and writes many groups of segments, each
-going *.cleaned -> *.swap before the swap into the log.
+First, on brokers of their own (these three checks and the two after the
+cycles all run, whichever fails):
+  - SIGTERM during a pass over a 300 KB segment cleaned at 20 KB/s: exit 0
+    within the harness's 10 s, and the next start serves every record as
+    written;
+  - kill -9 after the second of several groups of one pass is swapped in
+    (written with the cleaner off, cleaned after a restart at 60 KB/s):
+    the key whose old value the first group dropped and whose tombstone
+    the second group dropped does not come back after the restart;
+  - a flipped byte in a sealed segment fails the pass over it without a
+    crash, its files unchanged, while another topic is cleaned.
 
-delete.retention.ms=1000. 11 cycles of: one more round of updates of keys
-0-199 and tombstones for 5 of keys 200-259 (never written again), a
-start-up, then kill -9 at a
-moment chosen by the cycle's kind (cycling through them): a random time
-after the start, a random time after the first *.cleaned file of a pass
-appears, or right after a *.log.swap file appears. After each kill the
-*.cleaned / *.swap files left are noted; after the restart:
+Then a compacted topic (segment.bytes=16384, min.cleanable.dirty.ratio=0.01,
+delete.retention.ms=1000) with 260 keys x 12 rounds of updates (~360 KB in
+~23 segments) and a cleaner limited to
+log.cleaner.io.max.bytes.per.second=300000, so that a pass takes a second
+or more and writes many groups of segments (*.cleaned, then *.swap).
+11 cycles of: one more round of updates of keys 0-199 and tombstones for 5
+of keys 200-259 (never written again), then kill -9 at a moment chosen by
+the cycle's kind: a random time, a random time after the first *.cleaned
+file of a pass appears, or right after a *.log.swap file appears (the
+waits end with the pass). After each kill the *.cleaned / *.swap files
+left are noted; after the restart:
   - none of those files is still there (same name, inode and mtime: files
     of a new pass do not count);
   - when a *.log.swap was left, the broker log says it completed the
     interrupted swap of that partition;
   - a consumer with check.crcs=true reads every record it is served
     exactly as written at that offset (no corrupt or shifted batch),
-    offsets increasing, each key's versions increasing, and the last write
-    of every key present, a tombstone possibly removed but then no older
-    value of its key served either (no deleted key comes back).
+    offsets increasing, and the last write of every key, a tombstone
+    possibly removed but then no older value of its key served either (no
+    deleted key comes back).
 At least three kills must have found a pass under way (else the test did
-not exercise what it claims). Finally a pass over the
-whole log completes (keys unique below the active segment, latest values
-exact). Then, on a compact,delete topic, DeleteRecords while a pass over
-it is under way: nothing below the new log start is served, the latest
-values above it are exact. Three times, DeleteTopics while a pass over the
-topic is under way and the topic created again at once under the same
-name: after its own pass it holds only its own records and no file of the
-deleted topic's pass. And first, on a broker of its own cleaning at
-20 KB/s, SIGTERM during a pass over a 300 KB segment exits 0 within the
-harness's 10 s and the next start serves every record as written; and a
-kill -9 after the second of several groups of one pass is swapped in
-(files written with the cleaner off, cleaned after a restart at 60 KB/s):
-the key whose old value the first group dropped and whose tombstone the
-second group dropped does not come back after the restart; and a flipped
-byte in a sealed segment fails the pass over it without a crash, files
-unchanged, while another topic is cleaned. These last five checks all
-run, whichever fails.
+not exercise what it claims). A pass over the whole log then completes
+(keys unique below the active segment, latest values exact). Last:
+  - DeleteRecords on a compact,delete topic while a pass over it is under
+    way: nothing below the new log start served, the latest values above
+    it exact;
+  - three times, DeleteTopics while a pass over the topic is under way and
+    the topic created again at once: after its own pass it holds only its
+    own records and no file of the deleted topic's pass.
 Runtime ~50 s; the kill cycles and the pass after them are bounded at 60 s.
 """
 import os
