@@ -16,10 +16,11 @@
 #include "log/compact.h"
 #include "log/partition.h"
 #include "net/loop.h"
+#include "proto/validate.h"
 #include "util/clock.h"
 #include "util/log.h"
 
-/* Decompressed records of one batch a pass accepts (a bigger one makes the log uncleanable). */
+/* Decompressed records of one batch a pass accepts at least (cleaner_inflate_max). */
 #define CLEANER_MAX_RECORDS_BYTES (128u << 20)
 
 struct cleaner {
@@ -71,6 +72,14 @@ static void *cleaner_main(void *arg)
 
 /* ---- choosing a log (loop thread) ---- */
 
+/* What a batch of t may inflate to: what Produce accepted (validate.h), and never less than the floor. */
+static size_t cleaner_inflate_max(const struct topic *t)
+{
+	size_t produce_max = VALIDATE_INFLATE_MAX(t->cfg.max_message_bytes);
+
+	return produce_max > CLEANER_MAX_RECORDS_BYTES ? produce_max : CLEANER_MAX_RECORDS_BYTES;
+}
+
 static void cleaner_topic_cfg(const struct broker *b, const struct topic *t, struct compact_cfg *cc)
 {
 	const char *ratio = t->cfg.min_cleanable_dirty_ratio ? t->cfg.min_cleanable_dirty_ratio
@@ -80,7 +89,7 @@ static void cleaner_topic_cfg(const struct broker *b, const struct topic *t, str
 				    .min_lag_ms = t->cfg.min_compaction_lag_ms,
 				    .max_lag_ms = t->cfg.max_compaction_lag_ms,
 				    .delete_retention_ms = t->cfg.delete_retention_ms,
-				    .max_records_bytes = CLEANER_MAX_RECORDS_BYTES };
+				    .max_records_bytes = cleaner_inflate_max(t) };
 }
 
 /* The compacted partitions and their descriptions. */

@@ -422,6 +422,7 @@ static bool clean_producer_last(const struct clean_opts *o, const struct batch_h
 static int clean_batch(const struct clean_opts *o, const uint8_t *p, const struct batch_hdr *h, struct wr *out)
 {
 	struct clean_batch b = { .o = o, .h = h };
+	bool keep_empty;
 	int rc;
 
 	if (records_is_control(h)) {
@@ -435,12 +436,13 @@ static int clean_batch(const struct clean_opts *o, const uint8_t *p, const struc
 	rc = clean_rewrite_records(&b, p);
 	if (rc)
 		goto out_release;
-	if (b.nkept > 0 && o->kept && (h->attributes & RECORDS_ATTR_TRANSACTIONAL))
+	keep_empty = b.nkept == 0 && clean_producer_last(o, h);
+	if ((b.nkept > 0 || keep_empty) && o->kept && (h->attributes & RECORDS_ATTR_TRANSACTIONAL))
 		o->kept(o->arg, h);
 	if (b.nkept == h->record_count && b.nkept > 0) {
 		wr_raw(out, p, (size_t)h->size);
 		rc = out->err;
-	} else if (b.nkept > 0 || clean_producer_last(o, h)) {
+	} else if (b.nkept > 0 || keep_empty) {
 		rc = clean_batch_rebuild(&b, p, out);
 	}
 out_release:

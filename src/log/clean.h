@@ -141,7 +141,7 @@ struct clean_opts {
 	clean_batch_fn *producer_last;
 	/* the control batch h may go (its transaction has no records left, its horizon passed) */
 	clean_batch_fn *marker_discardable;
-	/* called for every kept batch of records of a transaction (optional) */
+	/* called for every kept batch of a transaction, an emptied producer's last one too (optional) */
 	clean_batch_fn *kept;
 	void *arg; /* of the predicates */
 	/*

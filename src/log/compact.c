@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log/checkpoint.h"
 #include "log/part_int.h"
 #include "log/recover.h"
 #include "util/log.h"
@@ -191,6 +192,7 @@ void compact_free(struct compact_job *job)
 	free(job->out);
 	free(job->aborted);
 	free(job->pids);
+	free(job->dropped);
 	free(job->dir);
 	free(job);
 }
@@ -212,6 +214,15 @@ static void compact_unlink(int dir_fd, const char *dir, int64_t base, const char
 		if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
 			log_warn("log: cannot unlink '%s/%s': %s", dir, name, strerror(errno));
 	}
+}
+
+/* Unlinks "<base><name>" (ENOENT is fine). */
+static void compact_unlink_one(int dir_fd, int64_t base, const char *name)
+{
+	char file[64];
+
+	compact_name(file, sizeof(file), base, name, "");
+	unlinkat(dir_fd, file, 0);
 }
 
 /* Renames the *.swap files of base to their plain names (.log last); 0 or -errno. */
@@ -249,8 +260,10 @@ static void compact_install(struct part *part, struct compact_out *o)
 
 void compact_swap_discard(struct compact_job *job)
 {
-	for (int i = 0; i < job->nout; i++)
+	for (int i = 0; i < job->nout; i++) {
 		compact_unlink(job->dir_fd, job->dir, job->src[job->out[i].first].base, ".swap");
+		compact_unlink_one(job->dir_fd, job->src[job->out[i].first].base, COMPACT_GROUPEND_EXT ".swap");
+	}
 }
 
 int compact_swap(struct part *part, struct compact_job *job)
@@ -276,8 +289,10 @@ int compact_swap(struct part *part, struct compact_job *job)
 				  job->src[o->first].base, strerror(-rc));
 			return rc;
 		}
+		compact_unlink_one(job->dir_fd, job->src[o->first].base, COMPACT_GROUPEND_EXT ".swap");
 		compact_install(part, o);
 	}
+	txnidx_forget(part, job->dropped, job->ndropped);
 	part->clean_offset = job->covered_end;
 	part->clean_due_ms = job->due_ms;
 	return 0;
@@ -310,11 +325,12 @@ static int64_t compact_name_base(const char *name, const char *ext, const char *
 	return strcmp(want, name) ? -1 : base;
 }
 
-/* The offset after the last batch of <base>.log.swap, or -errno. */
+/* The end of the group <base>.log.swap replaces (compact.h, COMPACT_GROUPEND_EXT), or -errno. */
 static int64_t compact_swap_end(struct part *part, int64_t base)
 {
 	struct seg *seg;
 	int64_t truncated = 0, end;
+	char name[64], text[32];
 	int rc = seg_open_as(part->dir, base, ".swap", false, part->cfg.segment_index_bytes, &seg);
 
 	if (rc)
@@ -322,6 +338,13 @@ static int64_t compact_swap_end(struct part *part, int64_t base)
 	rc = recover_load(seg, part->cfg.index_interval_bytes, part->scratch, PART_SCRATCH_BYTES, &truncated);
 	end = rc < 0 ? rc : seg->next_offset;
 	seg_close(seg);
+	compact_name(name, sizeof(name), base, COMPACT_GROUPEND_EXT, ".swap");
+	if (end >= 0 && checkpoint_read(part->dir, name, text, sizeof(text)) > 0) {
+		long long group_end = strtoll(text, NULL, 10);
+
+		if (group_end > end)
+			end = group_end;
+	}
 	return end;
 }
 
@@ -329,6 +352,7 @@ static int64_t compact_swap_end(struct part *part, int64_t base)
 static int compact_complete(struct part *part, int64_t base, const int64_t *logs, int nlogs)
 {
 	int64_t end = compact_swap_end(part, base);
+	int rc;
 
 	if (end < 0)
 		return (int)end;
@@ -338,7 +362,9 @@ static int compact_complete(struct part *part, int64_t base, const int64_t *logs
 	for (int i = 0; i < nlogs; i++)
 		if (logs[i] > base && logs[i] < end)
 			compact_unlink(part->dir_fd, part->dir, logs[i], "");
-	return compact_rename_swap(part->dir_fd, base);
+	rc = compact_rename_swap(part->dir_fd, base);
+	compact_unlink_one(part->dir_fd, base, COMPACT_GROUPEND_EXT ".swap");
+	return rc;
 }
 
 /* Lists the base offsets of the files named <base><ext><suffix> in part's directory. */

@@ -28,8 +28,10 @@
  * Crash safety, as Kafka's: *.cleaned files are incomplete by definition
  * and deleted at start-up; a <base>.log.swap file is complete (synced
  * before its rename), so compact_recover() finishes its swap: the
- * segments whose base offsets lie inside its offset range are deleted and
- * the *.swap files take their plain names.  Index *.swap files are renamed
+ * segments whose base offsets lie inside its group (up to the offset in
+ * <base>.groupend.swap) are deleted and the *.swap files take their plain
+ * names.  Groups become *.swap in offset order, each durable before the
+ * next, so a group is never swapped in without the groups before it.  Index *.swap files are renamed
  * before the .log.swap, so a .log.swap never meets the indexes of the old
  * segment; stray index *.swap files without their .log.swap are deleted.
  *
@@ -51,6 +53,15 @@
 
 struct part;
 struct seg;
+
+/*
+ * <base>.groupend.cleaned / .swap: the offset after the last input segment
+ * a cleaned segment replaces, as decimal text.  The cleaned segment's own
+ * last record may lie well before it (everything after was superseded),
+ * so recovery could not tell the rest of its group from the segments
+ * after it.
+ */
+#define COMPACT_GROUPEND_EXT ".groupend"
 
 /* The topic settings a pass follows. */
 struct compact_cfg {
@@ -100,6 +111,8 @@ struct compact_job {
 	int nout;
 	int64_t covered_end; /* the next pass's first dirty offset */
 	int64_t due_ms;      /* when kept tombstones or markers may go (with some slack), INT64_MAX never */
+	int64_t *dropped;    /* offsets of the markers removed, ascending */
+	int ndropped, dropped_cap;
 	int64_t bytes_read, bytes_written, run_ms;
 	int err; /* 0, or -errno of a failed pass (its files are removed) */
 };

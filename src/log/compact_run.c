@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,13 +28,17 @@
 
 /* ---- input, throttling ---- */
 
+/* Longest single sleep of the throttle: a cancel (shutdown, deleted topic) waits no longer. */
+#define COMPACT_THROTTLE_SLICE_MS 50
+
 struct compact_io {
 	double rate; /* bytes per second, <= 0: unlimited */
 	int64_t t0_ms;
 	int64_t bytes;
+	const volatile int *cancel;
 };
 
-/* Sleeps as long as the bytes moved so far are ahead of the rate. */
+/* Sleeps as long as the bytes moved so far are ahead of the rate, or until cancelled. */
 static void compact_throttle(struct compact_io *io, int64_t bytes)
 {
 	int64_t ahead_ms;
@@ -41,9 +46,10 @@ static void compact_throttle(struct compact_io *io, int64_t bytes)
 	io->bytes += bytes;
 	if (io->rate <= 0)
 		return;
-	ahead_ms = (int64_t)((double)io->bytes * 1000.0 / io->rate) - (clock_mono_ms() - io->t0_ms);
-	if (ahead_ms > 0) {
-		struct timespec ts = { ahead_ms / 1000, (ahead_ms % 1000) * 1000000 };
+	while (!*io->cancel &&
+	       (ahead_ms = (int64_t)((double)io->bytes * 1000.0 / io->rate) - (clock_mono_ms() - io->t0_ms)) > 0) {
+		int64_t ms = ahead_ms < COMPACT_THROTTLE_SLICE_MS ? ahead_ms : COMPACT_THROTTLE_SLICE_MS;
+		struct timespec ts = { 0, ms * 1000000 };
 
 		nanosleep(&ts, NULL);
 	}
@@ -183,7 +189,31 @@ static bool compact_txn_kept(void *arg, const struct batch_hdr *h)
 	return true;
 }
 
-/* A marker goes once its transaction kept no record and delete.retention.ms passed since it. */
+/* Notes that the marker at offset goes: its aborted transaction leaves the index with it. */
+static bool compact_marker_dropped(struct compact_ctx *c, int64_t offset)
+{
+	struct compact_job *job = c->job;
+
+	if (job->ndropped == job->dropped_cap) {
+		int cap = job->dropped_cap ? job->dropped_cap * 2 : 64;
+		int64_t *v = realloc(job->dropped, (size_t)cap * sizeof(*v));
+
+		if (!v) {
+			c->oom = true;
+			return false;
+		}
+		job->dropped = v;
+		job->dropped_cap = cap;
+	}
+	job->dropped[job->ndropped++] = offset; /* ascending: markers come in offset order */
+	return true;
+}
+
+/*
+ * A marker goes once no batch of its transaction is left (none kept with
+ * records, none kept empty as its producer's last) and delete.retention.ms
+ * has passed since it; never the producer's own last batch.
+ */
 static bool compact_marker_discardable(void *arg, const struct batch_hdr *h)
 {
 	struct compact_ctx *c = arg;
@@ -196,10 +226,10 @@ static bool compact_marker_discardable(void *arg, const struct batch_hdr *h)
 	}
 	had = *k;
 	*k = 0;
-	if (had || h->max_timestamp < 0)
+	if (had || h->max_timestamp < 0 || compact_producer_last(arg, h))
 		return false;
 	if (h->max_timestamp < c->horizon_ms)
-		return true;
+		return compact_marker_dropped(c, h->base_offset);
 	if (h->max_timestamp + c->job->cfg.delete_retention_ms < c->job->due_ms)
 		c->job->due_ms = h->max_timestamp + c->job->cfg.delete_retention_ms;
 	return false;
@@ -207,7 +237,27 @@ static bool compact_marker_discardable(void *arg, const struct batch_hdr *h)
 
 /* ---- writing one cleaned segment ---- */
 
-/* <base>.txnindex.cleaned with the aborted transactions whose markers lie in [base, end). */
+static bool compact_is_dropped(const struct compact_job *job, int64_t offset)
+{
+	int lo = 0, hi = job->ndropped;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (job->dropped[mid] < offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < job->ndropped && job->dropped[lo] == offset;
+}
+
+/*
+ * <base>.txnindex.cleaned with the aborted transactions whose markers lie
+ * in [base, end) and stay: a transaction whose ABORT marker went must not
+ * stay listed, or read_committed consumers would skip its producer's later
+ * records waiting for that marker.
+ */
 static int compact_write_txnidx(struct compact_job *job, struct compact_out *o, int64_t base, int64_t end)
 {
 	char name[64];
@@ -218,7 +268,7 @@ static int compact_write_txnidx(struct compact_job *job, struct compact_out *o, 
 	for (int i = 0; i < job->naborted && !rc; i++) {
 		const struct txnidx_entry *e = &job->aborted[i];
 
-		if (e->last_offset < base || e->last_offset >= end)
+		if (e->last_offset < base || e->last_offset >= end || compact_is_dropped(job, e->last_offset))
 			continue;
 		if (fd < 0 && (fd = openat(job->dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 			return -errno;
@@ -249,10 +299,28 @@ static int compact_sync_seg(struct seg *seg)
 	return rc ? rc : idxfile_sync(&seg->ti.f, compact_fdatasync);
 }
 
+/* <base>.groupend.cleaned: where the group ends (compact.h). */
+static int compact_write_groupend(struct compact_job *job, int64_t base, int64_t end)
+{
+	char name[64], text[32];
+	int n = snprintf(text, sizeof(text), "%" PRId64 "\n", end), fd, rc = 0;
+
+	snprintf(name, sizeof(name), "%020" PRId64 COMPACT_GROUPEND_EXT ".cleaned", base);
+	fd = openat(job->dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, (size_t)n) != n)
+		rc = -EIO;
+	if (!rc)
+		rc = compact_fdatasync(fd);
+	close(fd);
+	return rc;
+}
+
 /* Renames the .cleaned files of o to .swap (.log last, compact.h) and syncs the directory. */
 static int compact_to_swap(struct compact_job *job, const struct compact_out *o, int64_t base)
 {
-	static const char *const exts[] = { ".index", ".timeindex", TXNIDX_EXT, ".log" };
+	static const char *const exts[] = { ".index", ".timeindex", TXNIDX_EXT, COMPACT_GROUPEND_EXT, ".log" };
 	char from[64], to[64];
 
 	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
@@ -271,13 +339,28 @@ static int compact_to_swap(struct compact_job *job, const struct compact_out *o,
 	return fsync(job->dir_fd) < 0 ? -errno : 0;
 }
 
+/*
+ * Whether job->dir still names the directory the job holds open: a topic
+ * deleted and made again under the same name during the pass gets a new
+ * directory, which the pass must not write into (its files are opened by
+ * path).  Checked before each group's files are made.
+ */
+static bool compact_dir_same(const struct compact_job *job)
+{
+	struct stat a, b;
+
+	return fstat(job->dir_fd, &a) == 0 && stat(job->dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 /* Cleans the inputs src[o->first..o->last] into o->seg, ending as *.swap files. */
 static int compact_write_group(struct compact_job *job, struct compact_ctx *ctx, const struct clean_opts *opts,
 			       struct compact_out *o, struct compact_io *io, const volatile int *cancel)
 {
 	int64_t base = job->src[o->first].base, end = job->src[o->last].end;
 	struct wr out;
-	int rc = seg_open_as(job->dir, base, ".cleaned", true, job->segment_index_bytes, &o->seg);
+	int rc = *cancel || !compact_dir_same(job)
+			 ? -ECANCELED
+			 : seg_open_as(job->dir, base, ".cleaned", true, job->segment_index_bytes, &o->seg);
 
 	wr_init(&out);
 	for (int i = o->first; !rc && i <= o->last; i++) {
@@ -306,6 +389,8 @@ static int compact_write_group(struct compact_job *job, struct compact_ctx *ctx,
 	rc = compact_sync_seg(o->seg);
 	if (!rc)
 		rc = compact_write_txnidx(job, o, base, end);
+	if (!rc)
+		rc = compact_write_groupend(job, base, end);
 	return rc ? rc : compact_to_swap(job, o, base);
 }
 
@@ -335,7 +420,7 @@ static int compact_group(struct compact_job *job)
 /* Removes every file the pass wrote. */
 static void compact_remove_outputs(struct compact_job *job)
 {
-	static const char *const names[] = { ".log", ".index", ".timeindex", TXNIDX_EXT };
+	static const char *const names[] = { ".log", ".index", ".timeindex", TXNIDX_EXT, COMPACT_GROUPEND_EXT };
 	char name[64];
 
 	for (int i = 0; i < job->nout; i++)
@@ -349,7 +434,7 @@ static void compact_remove_outputs(struct compact_job *job)
 
 void compact_run(struct compact_job *job, struct clean_map *map, const volatile int *cancel, double rate_bytes_per_s)
 {
-	struct compact_io io = { rate_bytes_per_s, clock_mono_ms(), 0 };
+	struct compact_io io = { rate_bytes_per_s, clock_mono_ms(), 0, cancel };
 	struct compact_ctx ctx = { .job = job,
 				   .horizon_ms = job->now_ms - job->cfg.delete_retention_ms,
 				   .tombstone_ts_min = INT64_MAX };

@@ -350,6 +350,21 @@ void txnidx_on_batch(struct part *part, const uint8_t *p, const struct batch_hdr
 	pthread_mutex_unlock(&part->mu);
 }
 
+void txnidx_forget(struct part *part, const int64_t *offsets, int n)
+{
+	struct txnidx *ti = &part->txnidx;
+	int keep = 0, k = 0;
+
+	for (int i = 0; i < ti->n; i++) {
+		while (k < n && offsets[k] < ti->v[i].last_offset)
+			k++;
+		if (k < n && offsets[k] == ti->v[i].last_offset)
+			continue;
+		ti->v[keep++] = ti->v[i];
+	}
+	ti->n = keep;
+}
+
 void txnidx_truncate_head(struct part *part)
 {
 	struct txnidx *ti = &part->txnidx;

@@ -79,6 +79,12 @@ void txnidx_release(struct txnidx *ti);
  */
 int txnidx_load(struct part *part, bool clean);
 void txnidx_on_batch(struct part *part, const uint8_t *p, const struct batch_hdr *h);
+/*
+ * The log cleaner removed the ABORT markers at offsets[0..n) (ascending):
+ * their transactions leave the in-memory index (the cleaned segments'
+ * files were written without them).
+ */
+void txnidx_forget(struct part *part, const int64_t *offsets, int n);
 /* Retention moved the log start: drops entries wholly below it and files of deleted segments. */
 void txnidx_truncate_head(struct part *part);
 
