@@ -1172,7 +1172,7 @@ static int sync_files(struct part *part, struct sync_set *s)
 			rc = sync_by_name(dir_fd, s->files[i].base, ".timeindex");
 	}
 	for (int i = 0; i < s->ntxn && !rc; i++)
-		rc = txnidx_sync_file(dir_fd, s->txn_bases[i]);
+		rc = sync_by_name(dir_fd, s->txn_bases[i], TXNIDX_EXT);
 	if (!rc && s->dir)
 		rc = durable_fsync(dir_fd);
 	if (dir_fd >= 0)

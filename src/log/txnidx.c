@@ -120,20 +120,6 @@ static void txnidx_write(struct part *part, int64_t base, const struct txnidx_en
 	close(fd);
 }
 
-int txnidx_sync_file(int dir_fd, int64_t base)
-{
-	char name[64];
-	int fd, rc;
-
-	snprintf(name, sizeof(name), "%020" PRId64 TXNIDX_EXT, base);
-	fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	rc = durable_fdatasync(fd);
-	close(fd);
-	return rc;
-}
-
 /* Reads <base>.txnindex (absent: nothing).  Entries past the LEO are dropped. */
 static int txnidx_read_file(struct part *part, int64_t base)
 {

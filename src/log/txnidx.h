@@ -39,7 +39,7 @@
  * survived.  The in-memory
  * copy is sorted by lastOffset (markers are appended in offset order).
  *
- * Threading: the event-loop thread only, except txnidx_sync_file().
+ * Threading: the event-loop thread only (the flusher syncs the files by name).
  */
 #ifndef GREGOR_LOG_TXNIDX_H
 #define GREGOR_LOG_TXNIDX_H
@@ -90,9 +90,6 @@ void txnidx_truncate_head(struct part *part);
 
 /* Writes e in the file format (TXNIDX_ENTRY_SIZE bytes at p). */
 void txnidx_entry_encode(const struct txnidx_entry *e, uint8_t *p);
-
-/* fdatasyncs <base>.txnindex in the partition directory dir_fd (absent: 0); any thread. */
-int txnidx_sync_file(int dir_fd, int64_t base);
 
 /* LSO = min(HW, first offset of the oldest open transaction). */
 int64_t txnidx_last_stable_offset(struct part *part);

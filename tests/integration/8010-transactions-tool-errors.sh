@@ -18,37 +18,28 @@ grep -q "^find-hanging " "$out" || fail "--help lists no commands"
 "$T" --version >"$out" 2>&1 || fail "--version exited $?"
 grep -q "librdkafka" "$out" || fail "--version: $(cat "$out")"
 
-# usage <expected stderr text> <args...>: exit 2, the text, then the usage
-usage() {
-	want="$1"
-	shift
-	"$T" "$@" >"$out" 2>&1
-	expect_eq "$?" 2 "exit status of: $*"
-	grep -qF -- "$want" "$out" || fail "'$*': want '$want', got: $(head -n 1 "$out")"
-	grep -q "^Usage: gregor-transactions" "$out" || fail "'$*': no usage"
-}
 B="--bootstrap-server 127.0.0.1:1"
-usage "no-such-flag is not a recognized option" $B list --no-such-flag
-usage "invalid command \"frobnicate\"" $B frobnicate
-usage "Unexpected argument \"describe\"" $B list describe
-usage "Command must be one of" $B
-usage 'Missing required argument "[bootstrap-server]"' list
-usage 'requires an argument' list --bootstrap-server
-usage 'Missing required argument "[transactional-id]"' $B describe
-usage 'Option "--topic" is not valid with command describe' $B describe --transactional-id x --topic t
-usage 'Option "--transactional-id" is not valid with command list' $B list --transactional-id x
-usage 'Missing required argument "[partition]"' $B describe-producers --topic t
-usage 'is not a number' $B describe-producers --topic t --partition zero
-usage 'is not a number' $B describe-producers --topic t --partition -1
-usage 'either with --start-offset' $B abort --topic t --partition 0
-usage 'either with --start-offset' $B abort --topic t --partition 0 --start-offset 1 --producer-id 1
-usage 'Missing required argument "[producer-epoch]"' $B abort --topic t --partition 0 --producer-id 1 --coordinator-epoch 0
-usage 'Missing required argument "[coordinator-epoch]"' $B abort --topic t --partition 0 --producer-id 1 --producer-epoch 0
-usage 'is not a number' $B abort --topic t --partition 0 --producer-id 1 --producer-epoch 40000 --coordinator-epoch 0
-usage 'requires either --topic or --broker-id' $B find-hanging
-usage 'The --partition argument requires --topic' $B find-hanging --broker-id 0 --partition 0
-usage 'is not a number' $B find-hanging --broker-id 0 --max-transaction-timeout 1.5
-usage 'is not a number' $B list --duration-filter soon
+usage_says "no-such-flag is not a recognized option" $B list --no-such-flag
+usage_says "invalid command \"frobnicate\"" $B frobnicate
+usage_says "Unexpected argument \"describe\"" $B list describe
+usage_says "Command must be one of" $B
+usage_says 'Missing required argument "[bootstrap-server]"' list
+usage_says 'requires an argument' list --bootstrap-server
+usage_says 'Missing required argument "[transactional-id]"' $B describe
+usage_says 'Option "--topic" is not valid with command describe' $B describe --transactional-id x --topic t
+usage_says 'Option "--transactional-id" is not valid with command list' $B list --transactional-id x
+usage_says 'Missing required argument "[partition]"' $B describe-producers --topic t
+usage_says 'is not a number' $B describe-producers --topic t --partition zero
+usage_says 'is not a number' $B describe-producers --topic t --partition -1
+usage_says 'either with --start-offset' $B abort --topic t --partition 0
+usage_says 'either with --start-offset' $B abort --topic t --partition 0 --start-offset 1 --producer-id 1
+usage_says 'Missing required argument "[producer-epoch]"' $B abort --topic t --partition 0 --producer-id 1 --coordinator-epoch 0
+usage_says 'Missing required argument "[coordinator-epoch]"' $B abort --topic t --partition 0 --producer-id 1 --producer-epoch 0
+usage_says 'is not a number' $B abort --topic t --partition 0 --producer-id 1 --producer-epoch 40000 --coordinator-epoch 0
+usage_says 'requires either --topic or --broker-id' $B find-hanging
+usage_says 'The --partition argument requires --topic' $B find-hanging --broker-id 0 --partition 0
+usage_says 'is not a number' $B find-hanging --broker-id 0 --max-transaction-timeout 1.5
+usage_says 'is not a number' $B list --duration-filter soon
 
 log "broker down: exit 1 within the timeout"
 port=$(free_port)

@@ -19,23 +19,14 @@ grep -q "^--topic-list" "$out" || fail "--help lists no --topic-list"
 "$T" --version >"$out" 2>&1 || fail "--version exited $?"
 grep -q "librdkafka" "$out" || fail "--version: $(cat "$out")"
 
-# usage <expected stderr text> <args...>: exit 2, the text, then the usage
-usage() {
-	want="$1"
-	shift
-	"$T" "$@" >"$out" 2>&1
-	expect_eq "$?" 2 "exit status of: $*"
-	grep -qF -- "$want" "$out" || fail "'$*': want '$want', got: $(head -n 1 "$out")"
-	grep -q "^Usage: gregor-log-dirs" "$out" || fail "'$*': no usage"
-}
 B="--bootstrap-server 127.0.0.1:1"
-usage "no-such-flag is not a recognized option" $B --describe --no-such-flag
-usage 'Missing required argument "[bootstrap-server]"' --describe
-usage 'Missing required argument "[describe]"' $B
-usage 'requires an argument' $B --describe --topic-list
-usage 'invalid broker id "x"' $B --describe --broker-list 0,x
-usage 'invalid broker id "-1"' $B --describe --broker-list -1
-usage 'Unexpected argument' $B --describe extra
+usage_says "no-such-flag is not a recognized option" $B --describe --no-such-flag
+usage_says 'Missing required argument "[bootstrap-server]"' --describe
+usage_says 'Missing required argument "[describe]"' $B
+usage_says 'requires an argument' $B --describe --topic-list
+usage_says 'invalid broker id "x"' $B --describe --broker-list 0,x
+usage_says 'invalid broker id "-1"' $B --describe --broker-list -1
+usage_says 'Unexpected argument' $B --describe extra
 
 log "broker down: exit 1 within the timeout"
 port=$(free_port)

@@ -204,3 +204,14 @@ usage_error() {
 	expect_eq "$RC" 2 "exit status for $what"
 	grep -q "^Usage: $(basename "$TOOL")" "$OUT/e" || fail "$what: no usage on stderr: $(cat "$OUT/e")"
 }
+
+# usage_says TEXT ARGS... : "$T ARGS" (the tool of a script that keeps it in $T, its output in the
+# file $out) exits 2 with TEXT and the tool's usage on stderr
+usage_says() {
+	local want=$1
+	shift
+	"$T" "$@" >"$out" 2>&1
+	expect_eq "$?" 2 "exit status of: $*"
+	grep -qF -- "$want" "$out" || fail "'$*': want '$want', got: $(head -n 1 "$out")"
+	grep -q "^Usage: $(basename "$T")" "$out" || fail "'$*': no usage"
+}
