@@ -22,6 +22,12 @@ broker, mounts the copy and starts a new broker on it, then checks:
              all their files are written, none synced): every answered
              topic is there with all its partitions and its config, none of
              the others is (not even in part)
+  compact    a compacted topic (4 KiB segments, delete.retention.ms 0)
+             taking acks=all updates of 40 keys and tombstones of 10 while
+             the cleaner runs (log.cleaner.backoff.ms 50); the power is cut
+             right after a pass's swap is logged: every key's last value
+             served is its last acknowledged one, and no tombstoned key
+             shows an older value
 
 and in every case that the canary (written without fsync just before the
 cut) is gone: otherwise the harness did not cut anything and the case
@@ -209,6 +215,58 @@ def txn_abort_verify(b, want):
     eq(got, want, "committed records after the cut")
 
 
+COMPACT_KEYS, COMPACT_DELETED = 40, 10
+
+
+def compact_workload(b, cut):
+    a = AdminClient({"bootstrap.servers": b.bootstrap})
+    cfg = {"cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01",
+           "delete.retention.ms": "0"}
+    a.create_topics([NewTopic("c", 1, 1, config=cfg)])["c"].result(timeout=15)
+    last = {}  # key -> (offset, value) of its last acknowledged record
+
+    def cb(err, msg):
+        if err is None and msg.offset() > last.get(msg.key(), (-1, None))[0]:
+            last[msg.key()] = (msg.offset(), msg.value())
+    p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "linger.ms": 2, "on_delivery": cb})
+    for v in range(30):
+        for k in range(COMPACT_KEYS):
+            deleted = v >= 20 and k < COMPACT_DELETED
+            p.produce("c", key=b"k%02d" % k, value=None if deleted else b"k%02d-v%d" % (k, v), partition=0)
+        eq(p.flush(15), 0, "unflushed")
+        if v == 25:
+            b.wait_log("cleaner: '", timeout_s=30)
+    since = b.log_size()
+    p.produce("c", key=b"k%02d" % (COMPACT_KEYS - 1), value=b"x" * 5000, partition=0)  # seals a segment
+    eq(p.flush(15), 0, "unflushed")
+    b.wait_log("cleaner: '", timeout_s=30, since=since)
+    cut()
+    p.purge()
+    log("compact: %d keys acknowledged, the cut right after: %s" % (len(last), b.log_text()[since:].strip()[-160:]))
+    check(len(last) == COMPACT_KEYS, "every key acknowledged")
+    return {k: v for k, (_, v) in last.items()}
+
+
+def compact_verify(b, want):
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "reader", "enable.auto.commit": False,
+                  "enable.partition.eof": True, "check.crcs": True})
+    c.assign([TopicPartition("c", 0, 0)])
+    seen, deadline = {}, time.monotonic() + 30
+    while True:
+        check(time.monotonic() < deadline, "reading c back timed out")
+        m = c.poll(1)
+        if m is None:
+            continue
+        if m.error():
+            check(m.error().code() == -191, "consume error: %s" % m.error())  # _PARTITION_EOF
+            break
+        seen[m.key()] = m.value()
+    c.close()
+    log("compact: %d keys served after the cut, %d of them tombstoned" % (len(seen), sum(v is None for v in seen.values())))
+    wrong = sorted(k for k, v in want.items() if seen.get(k) != v and not (v is None and k not in seen))
+    eq(wrong[:5], [], "keys whose last value served is not the last acknowledged (%d)" % len(wrong))
+
+
 SHIM = {}
 
 
@@ -252,13 +310,15 @@ CASES = {
     "offsets": (offsets_workload, offsets_verify),
     "txn_abort": (txn_abort_workload, txn_abort_verify),
     "create": (create_workload, create_verify, create_env),
+    "compact": (compact_workload, compact_verify),
 }
+CASE_OVERRIDES = {"compact": {"log.cleaner.backoff.ms": "50"}}
 
 
 def run_case(tmp, name):
     workload, verify = CASES[name][:2]
     env = CASES[name][2]() if len(CASES[name]) > 2 else None
-    overrides = {"num.partitions": "1", "auto.create.topics.enable": "false"}
+    overrides = dict({"num.partitions": "1", "auto.create.topics.enable": "false"}, **CASE_OVERRIDES.get(name, {}))
     with disk.Disk(tmp, name) as d:
         b = Broker(data_dir=os.path.join(d.mnt, "data"), overrides=overrides, name="powercut-" + name,
                    start=False, env=env)
