@@ -73,10 +73,6 @@ def recv_grow(sock):
     return corr, r.array(lambda r: (r.string(), r.i16(), r.string()))[0][1]
 
 
-def find_coordinator(b, group):
-    return kw.call(b.port, 10, 0, kw.string(group)).i16()
-
-
 def start_big_create(b, result):
     def run():
         a = AdminClient({"bootstrap.servers": b.bootstrap})
@@ -130,7 +126,7 @@ def test():
         log("4. CreateTopics with a 300 ms timeout")
         eq(create_raw(b, "late", 2, 300), REQUEST_TIMED_OUT, "CreateTopics timing out in a held round")
         log("5. FindCoordinator of the first group")
-        eq(find_coordinator(b, "g-1066"), COORDINATOR_NOT_AVAILABLE, "FindCoordinator while __consumer_offsets is made")
+        eq(kw.find_coordinator_error(b.port, "g-1066"), COORDINATOR_NOT_AVAILABLE, "FindCoordinator while __consumer_offsets is made")
         log("6. two CreatePartitions pipelined on one connection")
         gs = kw.connect(b.port, timeout_s=120)
         send_grow(gs, 1, "busy", 3)

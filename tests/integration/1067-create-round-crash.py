@@ -122,17 +122,6 @@ def failed_sync(shim):
         produce_one(b, "keep", 0)
 
 
-def metadata_no_create(b, topic):
-    """Metadata v4 with allow_auto_topic_creation false -> the topic's error code."""
-    r = kw.call(b.port, 3, 4, kw.array([topic], kw.string) + kw.i8(0))
-    r.i32()
-    r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))
-    r.string()  # cluster id
-    r.i32()  # controller id
-    eq(r.i32(), 1, "topics in the Metadata v4 answer")
-    return r.i16()
-
-
 def stop_mid_round(shim):
     with Broker(env=shim.env(), overrides={"auto.create.topics.enable": "false"}) as b:
         shim.hold_syncfs()
@@ -140,7 +129,7 @@ def stop_mid_round(shim):
         s1.sendall(kw.request(19, 1, 1, kw.create_topics_v1_body([("first", 4)], timeout_ms=60000)))
         wait_until(lambda: any(n.startswith("first-0.") for n in os.listdir(b.data_dir)), 30, "first staged")
         s2.sendall(kw.request(19, 1, 1, kw.create_topics_v1_body([("second", 4)], timeout_ms=60000)))
-        wait_until(lambda: metadata_no_create(b, "second") == 5, 30, "second queued")
+        wait_until(lambda: kw.metadata_topic_error(b.port, "second") == 5, 30, "second queued")
         b.proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)  # the shutdown waits for the held round (nothing asserted on this)
         shim.release_syncfs()

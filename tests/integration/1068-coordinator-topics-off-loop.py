@@ -33,23 +33,6 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 COORDINATOR_NOT_AVAILABLE = 15
 
 
-def find_coordinator(b, key, key_type):
-    r = kw.call(b.port, 10, 1, kw.string(key) + kw.i8(key_type))
-    r.i32()
-    return r.i16()
-
-
-def metadata_no_create(b, topic):
-    """Metadata v4 with allow_auto_topic_creation false -> the topic's error code."""
-    r = kw.call(b.port, 3, 4, kw.array([topic], kw.string) + kw.i8(0))
-    r.i32()
-    r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))
-    r.string()  # cluster id
-    r.i32()  # controller id
-    eq(r.i32(), 1, "topics in the Metadata v4 answer")
-    return r.i16()
-
-
 def transaction(b, result):
     try:
         p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "tx-1068"})
@@ -69,8 +52,8 @@ def test():
         a.create_topics([NewTopic("data", 1, 1)])["data"].result(30)
         shim.hold_syncfs()
         log("1. FindCoordinator while the internal topics cannot be finished")
-        eq(find_coordinator(b, "g-1068", 0), COORDINATOR_NOT_AVAILABLE, "FindCoordinator(group)")
-        eq(find_coordinator(b, "tx-1068", 1), COORDINATOR_NOT_AVAILABLE, "FindCoordinator(transaction)")
+        eq(kw.find_coordinator_error(b.port, "g-1068", 0), COORDINATOR_NOT_AVAILABLE, "FindCoordinator(group)")
+        eq(kw.find_coordinator_error(b.port, "tx-1068", 1), COORDINATOR_NOT_AVAILABLE, "FindCoordinator(transaction)")
         wait_until(lambda: any(n.startswith("__consumer_offsets-") for n in os.listdir(b.data_dir)), 30,
                    "__consumer_offsets' directories")
         log("2. produce acks meanwhile")
@@ -80,7 +63,7 @@ def test():
             p.produce("data", b"plain-%d" % i, on_delivery=lambda err, _m: err and errors.append(err))
         eq(p.flush(30), 0, "unsent")
         eq(errors, [], "produce errors while the round is held")
-        eq(find_coordinator(b, "g-1068", 0), COORDINATOR_NOT_AVAILABLE, "FindCoordinator(group), still held")
+        eq(kw.find_coordinator_error(b.port, "g-1068", 0), COORDINATOR_NOT_AVAILABLE, "FindCoordinator(group), still held")
         log("3. clients wait, then work once the round is done")
         result = {}
         t = threading.Thread(target=transaction, args=(b, result))
@@ -94,8 +77,8 @@ def test():
         ms = kw.connect(b.port, timeout_s=120)
         ms.sendall(kw.request(3, 1, 1, kw.metadata_v1_body(["auto-1068"])))
         # UNKNOWN_TOPIC_OR_PARTITION (3) until the first request was read, then LEADER_NOT_AVAILABLE
-        wait_until(lambda: metadata_no_create(b, "auto-1068") != 3, 30, "the first Metadata to be read")
-        eq(metadata_no_create(b, "auto-1068"), 5, "Metadata while auto-1068 is made")
+        wait_until(lambda: kw.metadata_topic_error(b.port, "auto-1068") != 3, 30, "the first Metadata to be read")
+        eq(kw.metadata_topic_error(b.port, "auto-1068"), 5, "Metadata while auto-1068 is made")
         shim.release_syncfs()
         corr, body = kw.recv_response(ms)
         ms.close()

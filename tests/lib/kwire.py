@@ -301,6 +301,26 @@ def parse_create_topics_v1(body):
     return dict(r.array(lambda r: (r.string(), (r.i16(), r.string()))))
 
 
+def find_coordinator_error(port, key, key_type=0):
+    """FindCoordinator v1 for key (key_type 0: group, 1: transactional id) -> its error code."""
+    r = call(port, 10, 1, string(key) + i8(key_type))
+    r.i32()
+    return r.i16()
+
+
+def metadata_topic_error(port, topic):
+    """Metadata v4 for topic, auto-creation off -> the topic's error code."""
+    r = call(port, 3, 4, array([topic], string) + i8(0))
+    r.i32()
+    r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))
+    r.string()  # cluster id
+    r.i32()  # controller id
+    n = r.i32()
+    if n != 1:
+        raise AssertionError("Metadata v4 answered %d topics for one" % n)
+    return r.i16()
+
+
 def wait_coordinator(port, key="", key_type=0, timeout_s=30):
     """FindCoordinator v1 until it answers without error: the broker makes
     __consumer_offsets (key_type 0) or __transaction_state (1) on the first
@@ -308,9 +328,7 @@ def wait_coordinator(port, key="", key_type=0, timeout_s=30):
     (15) meanwhile. Raises on any other error or after timeout_s."""
     deadline = time.monotonic() + timeout_s
     while True:
-        r = call(port, 10, 1, string(key) + i8(key_type))
-        r.i32()
-        err = r.i16()
+        err = find_coordinator_error(port, key, key_type)
         if err == 0:
             return
         if err != 15 or time.monotonic() >= deadline:

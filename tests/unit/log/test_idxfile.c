@@ -19,34 +19,12 @@
 
 #include <cmocka.h>
 
+#include "../fds.h"
 #include "../tmpdir.h"
 
 #include "log/offidx.h"
 
 #define ENTRIES 2000 /* about four pages of 8-byte entries: the mapping grows twice */
-
-/* Descriptors of this process open on files whose path starts with prefix. */
-static int fds_under(const char *prefix)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	char link[300], target[PATH_MAX];
-	int n = 0;
-
-	assert_non_null(d);
-	while ((de = readdir(d))) {
-		ssize_t len;
-
-		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
-		len = readlink(link, target, sizeof(target) - 1);
-		if (len <= 0)
-			continue;
-		target[len] = 0;
-		n += !strncmp(target, prefix, strlen(prefix));
-	}
-	closedir(d);
-	return n;
-}
 
 static struct stat stat_of(const char *path)
 {

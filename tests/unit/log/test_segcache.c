@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "../fds.h"
 #include "../tmpdir.h"
 
 #include "log/partition.h"
@@ -95,29 +96,6 @@ static void test_resize_and_remove(void **state)
 }
 
 /* ---- segments on disk ---- */
-
-/* Descriptors of this process open on files whose path starts with prefix. */
-static int fds_under(const char *prefix)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	char link[300], target[PATH_MAX];
-	int n = 0;
-
-	assert_non_null(d);
-	while ((de = readdir(d))) {
-		ssize_t len;
-
-		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
-		len = readlink(link, target, sizeof(target) - 1);
-		if (len <= 0)
-			continue;
-		target[len] = 0;
-		n += !strncmp(target, prefix, strlen(prefix));
-	}
-	closedir(d);
-	return n;
-}
 
 /* One batch of one record at offset, timestamp ts, appended to seg. */
 static void append_at(struct seg *seg, int64_t offset, int64_t ts)
