@@ -107,8 +107,11 @@ run: deps $(BROKER)
 unit: $(UNITS)
 	@sh mk/run-unit.sh $(UNITS)
 
+# Tests run two at a time (each has its own broker, port and data dir);
+# ITEST_JOBS=1 runs them one by one.
+ITEST_JOBS ?= 2
 integration: all
-	@BUILD=$(BUILD) sh tests/integration/run.sh
+	@BUILD=$(BUILD) ITEST_JOBS=$(ITEST_JOBS) sh tests/integration/run.sh
 
 # Power cuts on a loop-device ext4 (root; exits 77 without loop devices).
 # Also part of make integration as 9030-powercut.py.
@@ -127,7 +130,7 @@ test: deps
 SAN_TESTS ?= 0003 0004 0030 1001 2002 3001 4001 8020 9001 9010 9011 9012 9013 9014 9015 9016
 sanitize-smoke:
 	@$(MAKE) --no-print-directory SANITIZE=1 BUILD=build-san -j$(shell nproc) all
-	@SANITIZE=1 BUILD=build-san ASAN_OPTIONS=detect_leaks=1 sh tests/integration/run.sh $(SAN_TESTS)
+	@SANITIZE=1 BUILD=build-san ASAN_OPTIONS=detect_leaks=1 ITEST_JOBS=$(ITEST_JOBS) sh tests/integration/run.sh $(SAN_TESTS)
 
 # libFuzzer targets (clang); fuzz-smoke is the short pass inside make test
 FUZZ_SECONDS ?= 60

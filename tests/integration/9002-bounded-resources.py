@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# itest: alone (it bounds RSS and answer latency under its own load only)
 """9002: bounded resources under hostile load (issue 7).
 
 One broker with queued.max.request.bytes=64 MiB faces, in turn:

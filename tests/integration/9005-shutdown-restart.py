@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# itest: alone (it bounds shutdown and load times under its own load only)
 """9005: graceful operations (issue 7).
 
 1,000 partitions (10 topics x 100), one message in each.  SIGTERM while a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# itest: alone (it samples the broker's CPU time under its own load only)
 """9014: accept(2) at the file-descriptor limit backs off instead of spinning.
 
 The broker's RLIMIT_NOFILE is lowered (prlimit) to what it holds open plus

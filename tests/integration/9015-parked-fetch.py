@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# itest: alone (it samples the broker's RSS under its own load only)
 """9015: parked long-poll fetches cost nothing while other partitions are busy.
 
 PARKED raw connections each park a Fetch v4 (MinBytes 1, MaxWaitMs 60 s)

@@ -15,6 +15,9 @@
 #   GREGOR_BIN     broker binary (default $BUILD/bin/gregor)
 #   ITEST_TIMEOUT  seconds per test (default 300)
 #   ITEST_VERBOSE  =1 to print every test's output, not only failures'
+#   ITEST_JOBS     tests run at once (default 1; `make test` uses 2). Each test
+#                  has its own broker, port and temp dir, so they do not meet;
+#                  a test whose file says "itest: alone" runs by itself.
 #
 # Kinds of test file:
 #   NNNN-x.py   /usr/bin/python3 (PYTHONPATH has tests/lib: `import gregor`)
@@ -35,6 +38,8 @@ ROOT=$(pwd)
 : "${GREGOR_BIN:=$BUILD/bin/gregor}"
 case "$GREGOR_BIN" in /*) ;; *) GREGOR_BIN="$ROOT/$GREGOR_BIN" ;; esac
 : "${ITEST_TIMEOUT:=300}"
+: "${ITEST_JOBS:=1}"
+ARGS=$*
 export BUILD GREGOR_BIN
 PYTHONPATH="$ROOT/tests/lib${PYTHONPATH:+:$PYTHONPATH}"
 NODE_PATH="$ROOT/tests/js/node_modules${NODE_PATH:+:$NODE_PATH}"
@@ -85,25 +90,68 @@ report() { # name status seconds outfile
 	esac
 }
 
+# Runs one test in the background; its exit status and seconds land in
+# $OUT/$stem.done when it ends.
+start_test() { # file stem out cmd...
+	_file=$1 _stem=$2 _out=$3
+	shift 3
+	(
+		t0=$(now)
+		timeout -k 10 "$ITEST_TIMEOUT" "$@" >>"$_out" 2>&1 </dev/null
+		rc=$?
+		echo "$rc $(($(now) - t0))" >"$OUT/$_stem.done.tmp"
+		mv "$OUT/$_stem.done.tmp" "$OUT/$_stem.done"
+	) &
+	running="$running $_file"
+	nrun=$((nrun + 1))
+}
+
+# Reports the tests that ended, until fewer than $1 are running.
+reap_until_below() {
+	while :; do
+		still=""
+		for rf in $running; do
+			rstem=${rf%.*}
+			if [ -f "$OUT/$rstem.done" ]; then
+				read -r rc dt <"$OUT/$rstem.done"
+				nrun=$((nrun - 1))
+				case $rc in
+				0) report "$rf" pass "$dt" "$OUT/$rstem.out" ;;
+				77) report "$rf" skip "test skipped itself: $(tail -n 1 "$OUT/$rstem.out")" "$OUT/$rstem.out" ;;
+				124 | 137) report "$rf" "timeout after ${ITEST_TIMEOUT}s, exit $rc" "$dt" "$OUT/$rstem.out" ;;
+				*) report "$rf" "exit $rc" "$dt" "$OUT/$rstem.out" ;;
+				esac
+			else
+				still="$still $rf"
+			fi
+		done
+		running=$still
+		[ "$nrun" -lt "$1" ] && return
+		sleep 0.2
+	done
+}
+
+running=""
+nrun=0
 for f in tests/integration/[0-9][0-9][0-9][0-9]-*; do
 	[ -f "$f" ] || continue
 	file=$(basename "$f")
 	stem=${file%.*}
 	ext=${file##*.}
 	case "$ext" in
-	py) cmd="/usr/bin/python3 $f" ;;
-	sh) cmd="bash $f" ;;
-	js) cmd="node $f" ;;
+	py) set -- /usr/bin/python3 "$f" ;;
+	sh) set -- bash "$f" ;;
+	js) set -- node "$f" ;;
 	c)
 		# A C test with a driver is run through the driver.
 		if [ -f "tests/integration/$stem.sh" ] || [ -f "tests/integration/$stem.py" ]; then
 			continue
 		fi
-		cmd="bash tests/lib/run-c-test.sh $BUILD/bin/itest/$stem"
+		set -- bash tests/lib/run-c-test.sh "$BUILD/bin/itest/$stem"
 		;;
 	*) continue ;;
 	esac
-	selected "$file" "$@" || continue
+	selected "$file" $ARGS || continue
 
 	out="$OUT/$stem.out"
 	: >"$out"
@@ -116,18 +164,18 @@ for f in tests/integration/[0-9][0-9][0-9][0-9]-*; do
 		fi
 	fi
 
-	t0=$(now)
-	# shellcheck disable=SC2086
-	timeout -k 10 "$ITEST_TIMEOUT" $cmd >>"$out" 2>&1 </dev/null
-	rc=$?
-	dt=$(($(now) - t0))
-	case $rc in
-	0) report "$file" pass "$dt" "$out" ;;
-	77) report "$file" skip "test skipped itself: $(tail -n 1 "$out")" "$out" ;;
-	124 | 137) report "$file" "timeout after ${ITEST_TIMEOUT}s, exit $rc" "$dt" "$out" ;;
-	*) report "$file" "exit $rc" "$dt" "$out" ;;
-	esac
+	# A test marked "itest: alone" (it bounds memory or latency under its
+	# own load) starts when no other test runs and runs by itself.
+	if [ "$ITEST_JOBS" -gt 1 ] && grep -q "itest: alone" "$f"; then
+		reap_until_below 1
+		start_test "$file" "$stem" "$out" "$@"
+		reap_until_below 1
+	else
+		reap_until_below "$ITEST_JOBS"
+		start_test "$file" "$stem" "$out" "$@"
+	fi
 done
+reap_until_below 1
 
 [ $skipped -gt 0 ] && echo "$skipped skipped"
 [ $failed -gt 0 ] && echo "failed:$failed_names"
