@@ -1,5 +1,6 @@
 # Gregor - one non-recursive GNU Makefile.
 #   make run     deps + build + start the broker with config/server.properties
+#   make run-cluster  ZooKeeper + three brokers (config/cluster/), data in ./data-cluster
 #   make test    deps + build + unit and integration tests
 #   make SANITIZE=1 ...   build with AddressSanitizer + UBSan (separate build dir)
 
@@ -51,7 +52,7 @@ SYNCSHIM := $(BUILD)/lib/syncshim.so
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/bin/unit/%,$(UNIT_SRC))
 
-.PHONY: all deps run test unit integration clean style install bench fuzz fuzz-smoke sanitize-smoke go-tests test-powercut
+.PHONY: all deps run run-cluster test unit integration clean style install bench fuzz fuzz-smoke sanitize-smoke go-tests test-powercut
 .SECONDARY:
 all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS) $(SYNCSHIM)
 
@@ -103,6 +104,10 @@ $(SYNCSHIM): tests/lib/syncshim.c
 run: deps $(BROKER)
 	@mkdir -p data
 	$(BROKER) config/server.properties
+
+# ZooKeeper + three brokers on 127.0.0.1:9092-9094, data in ./data-cluster (docs/cluster.md)
+run-cluster: deps $(BROKER)
+	@bash mk/run-cluster.sh $(BROKER)
 
 unit: $(UNITS)
 	@sh mk/run-unit.sh $(UNITS)

@@ -62,9 +62,9 @@ static void test_broker_encode_no_plaintext_no_rack(void **state)
 	assert_true(json_is_null(json_object_get(got, "host")));
 	assert_int_equal(json_integer_value(json_object_get(got, "port")), -1);
 	assert_null(json_object_get(got, "rack"));
-	assert_string_equal(json_string_value(json_object_get(json_object_get(got, "listener_security_protocol_map"),
-								"SSL")),
-			    "SSL");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(got, "listener_security_protocol_map"), "SSL")),
+		"SSL");
 	json_decref(got);
 	free(doc);
 }
@@ -157,8 +157,9 @@ static void test_endpoints_parse_rejects(void **state)
 	assert_int_equal(znode_endpoints_parse(&zb, "PLAINTEXT://h:1,PLAINTEXT://g:2", NULL), -EINVAL);
 	assert_int_equal(znode_endpoints_parse(&zb, "h:9092", NULL), -EINVAL);
 	assert_int_equal(znode_endpoints_parse(&zb, "://h:9092", NULL), -EINVAL);
-	assert_int_equal(znode_endpoints_parse(&zb, "A://h:1,B://h:2,C://h:3,D://h:4,E://h:5,F://h:6,G://h:7,H://h:8,"
-						    "I://h:9",
+	assert_int_equal(znode_endpoints_parse(&zb,
+					       "A://h:1,B://h:2,C://h:3,D://h:4,E://h:5,F://h:6,G://h:7,H://h:8,"
+					       "I://h:9",
 					       NULL),
 			 -EINVAL);
 	assert_int_equal(znode_endpoints_parse(&zb, "PLAINTEXT://:9092", NULL), 0);
@@ -221,8 +222,10 @@ static void test_epoch_and_ids(void **state)
 
 static void test_persistent_paths(void **state)
 {
-	static const char *const want[] = { "/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/changes",
-					    "/config/topics", "/admin/delete_topics", "/isr_change_notification" };
+	static const char *const want[] = {
+		"/brokers/ids",   "/brokers/topics",      "/brokers/seqid",          "/config/changes",
+		"/config/topics", "/admin/delete_topics", "/isr_change_notification"
+	};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
