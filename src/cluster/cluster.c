@@ -439,8 +439,8 @@ static void cluster_on_connected(struct cluster *cl, int64_t session_id)
 	loop_timer_cancel(cl->loop, &cl->retry_timer);
 	cl->backoff_ms = CLUSTER_BACKOFF_MS_MIN;
 	if (new_session)
-		log_info("connected to zookeeper %s (new session 0x%llx, timeout %d ms)", zk_hosts(cl->zk),
-			 (unsigned long long)session_id, cl->cfg.session_timeout_ms);
+		log_info("connected to zookeeper %s (new session 0x%llx, timeout %d ms, asked %d)", zk_hosts(cl->zk),
+			 (unsigned long long)session_id, zk_session_timeout_ms(cl->zk), cl->cfg.session_timeout_ms);
 	else
 		log_info("reconnected to zookeeper %s after %lld ms (session 0x%llx)", zk_hosts(cl->zk),
 			 (long long)(clock_mono_ms() - cl->down_since_ms), (unsigned long long)session_id);

@@ -30,9 +30,8 @@ static void controller_set_state(struct controller *ctl, enum controller_state t
 }
 
 /* A request that could not even be queued: the session is going away; its successor starts over. */
-static void controller_submitted(struct controller *ctl, int err, const char *what)
+static void controller_submitted(int err, const char *what)
 {
-	(void)ctl;
 	if (err)
 		log_debug(LOGC_CLUSTER, "cluster", "controller: %s not sent: %s", what, strerror(-err));
 }
@@ -93,7 +92,7 @@ static void controller_claim(struct controller *ctl, int32_t epoch, int32_t vers
 				 .data = next,
 				 .len = (int)strlen(next),
 				 .version = version };
-	controller_submitted(ctl, zk_multi(ctl->zk, ops, 2, controller_on_multi, ctl), "election");
+	controller_submitted(zk_multi(ctl->zk, ops, 2, controller_on_multi, ctl), "election");
 	free(doc);
 }
 
@@ -116,7 +115,6 @@ static void controller_on_epoch(void *arg, const struct zk_reply *rep)
 
 	if (rep->rc == ZNONODE) { /* the first election ever: the epoch starts at 0 */
 		controller_submitted(
-			ctl,
 			zk_create(ctl->zk, ZNODE_CONTROLLER_EPOCH, "0", 1, false, controller_on_epoch_created, ctl),
 			"controller epoch creation");
 		return;
@@ -139,7 +137,7 @@ static void controller_on_epoch(void *arg, const struct zk_reply *rep)
 static void controller_elect(struct controller *ctl)
 {
 	controller_set_state(ctl, CONTROLLER_ELECTING);
-	controller_submitted(ctl, zk_get(ctl->zk, ZNODE_CONTROLLER_EPOCH, false, controller_on_epoch, ctl),
+	controller_submitted(zk_get(ctl->zk, ZNODE_CONTROLLER_EPOCH, false, controller_on_epoch, ctl),
 			     "controller epoch read");
 }
 
@@ -166,7 +164,7 @@ static void controller_on_exists(void *arg, const struct zk_reply *rep)
 	struct controller *ctl = arg;
 
 	if (rep->rc == ZOK)
-		controller_submitted(ctl, zk_get(ctl->zk, ZNODE_CONTROLLER, false, controller_on_get, ctl),
+		controller_submitted(zk_get(ctl->zk, ZNODE_CONTROLLER, false, controller_on_get, ctl),
 				     "controller read");
 	else if (rep->rc == ZNONODE)
 		controller_elect(ctl);
@@ -175,8 +173,7 @@ static void controller_on_exists(void *arg, const struct zk_reply *rep)
 /* Arms the exists-watch on /controller and acts on what is there. */
 static void controller_watch(struct controller *ctl)
 {
-	controller_submitted(ctl, zk_exists(ctl->zk, ZNODE_CONTROLLER, true, controller_on_exists, ctl),
-			     "controller watch");
+	controller_submitted(zk_exists(ctl->zk, ZNODE_CONTROLLER, true, controller_on_exists, ctl), "controller watch");
 }
 
 void controller_init(struct controller *ctl, struct zk *zk, int32_t broker_id)

@@ -50,6 +50,7 @@ struct zk_msg {
 	enum zk_event ev;
 	char *path;
 	clientid_t cid;
+	int timeout_ms; /* ZK_EV_CONNECTED: the session timeout the server granted */
 	/* reply */
 	zk_done_fn *done;
 	void *arg;
@@ -75,7 +76,8 @@ struct zk {
 	unsigned gen;
 	clientid_t last_id; /* of the last session that connected (loop thread) */
 	bool have_id;
-	pthread_mutex_t mu; /* guards queue */
+	int32_t granted_timeout_ms; /* the session timeout the server granted (loop thread) */
+	pthread_mutex_t mu;         /* guards queue */
 	struct zk_msg *queue, **queue_tail;
 };
 
@@ -149,8 +151,10 @@ static void zk_watcher(zhandle_t *zh, int type, int state, const char *path, voi
 	m->gen = sess->gen;
 	m->is_event = true;
 	m->ev = (enum zk_event)ev;
-	if (ev == ZK_EV_CONNECTED)
+	if (ev == ZK_EV_CONNECTED) {
 		m->cid = *zoo_client_id(zh);
+		m->timeout_ms = zoo_recv_timeout(zh);
+	}
 	if (path && *path && type != ZOO_SESSION_EVENT)
 		m->path = strdup(zk_relative(sess->zk, path));
 	zk_push(sess->zk, m);
@@ -248,6 +252,7 @@ static void zk_deliver(struct zk *zk, struct zk_msg *m)
 	if (m->ev == ZK_EV_CONNECTED) {
 		zk->last_id = m->cid;
 		zk->have_id = true;
+		zk->granted_timeout_ms = m->timeout_ms;
 	}
 	zk->fn(zk->arg, m->ev, m->path, zk->have_id ? zk->last_id.client_id : 0);
 }
@@ -317,9 +322,12 @@ int zk_new(struct loop *loop, const char *connect, int32_t session_timeout_ms, z
 	zk->wake_io.fn = zk_on_wake;
 	err = loop_add(loop, &zk->wake_io, EPOLLIN);
 	if (err)
-		goto out_free;
+		goto out_close_fd;
 	*out = zk;
 	return 0;
+out_close_fd:
+	close(zk->wake_io.fd);
+	zk->wake_io.fd = -1;
 out_free:
 	zk_free(zk);
 	return err;
@@ -332,9 +340,8 @@ void zk_free(struct zk *zk)
 	if (!zk)
 		return;
 	zk_close(zk);
-	if (zk->wake_io.fd >= 0) {
-		if (zk->wake_io.fn)
-			loop_del(zk->loop, &zk->wake_io);
+	if (zk->wake_io.fd >= 0) { /* only once it is in the loop */
+		loop_del(zk->loop, &zk->wake_io);
 		close(zk->wake_io.fd);
 	}
 	for (m = zk->queue; m; m = next) {
@@ -400,6 +407,11 @@ bool zk_is_open(const struct zk *zk)
 const char *zk_hosts(const struct zk *zk)
 {
 	return zk->hosts;
+}
+
+int32_t zk_session_timeout_ms(const struct zk *zk)
+{
+	return zk->granted_timeout_ms;
 }
 
 /* A reply slot for one request of the current session; NULL when closed or out of memory. */

@@ -79,6 +79,8 @@ void zk_forget_session(struct zk *zk);
 bool zk_is_open(const struct zk *zk);
 /* Hosts part of zookeeper.connect, for log lines. */
 const char *zk_hosts(const struct zk *zk);
+/* The session timeout the server granted at the last connection (it bounds the one asked for). */
+int32_t zk_session_timeout_ms(const struct zk *zk);
 
 /*
  * Requests.  Each returns 0 once queued (done then runs exactly once in the
