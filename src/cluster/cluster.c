@@ -64,6 +64,7 @@ struct cluster_listing {
 	unsigned seq;
 	int pending;
 	int n;
+	bool failed; /* a read failed (connection lost): the cache keeps what it had */
 	struct cluster_broker *brokers;
 };
 
@@ -127,13 +128,17 @@ static void cluster_listing_end(struct cluster_listing *ls)
 {
 	if (--ls->pending)
 		return;
-	if (ls->seq == ls->cl->list_seq)
+	if (ls->seq == ls->cl->list_seq && !ls->failed)
 		cluster_publish(ls->cl, ls);
 	free(ls->brokers);
 	free(ls);
 }
 
-/* Reply to the read of one registration: a vanished one is left out, a malformed one logged and left out. */
+/*
+ * Reply to the read of one registration: a vanished one is left out, a
+ * malformed one logged and left out; any other failure voids the listing
+ * (the next connection lists again).
+ */
 struct cluster_broker_read {
 	struct cluster_listing *ls;
 	int32_t id;
@@ -160,6 +165,8 @@ static void cluster_on_broker(void *arg, const struct zk_reply *rep)
 	} else if (rep->rc == ZOK) {
 		log_warn("%s/%d: not a broker registration with an endpoint; broker left out of Metadata",
 			 ZNODE_BROKER_IDS, rd->id);
+	} else if (rep->rc != ZNONODE) { /* ZNONODE: that broker left meanwhile */
+		ls->failed = true;
 	}
 	free(rd);
 	cluster_listing_end(ls);
@@ -387,8 +394,7 @@ static void cluster_connect(struct cluster *cl);
 static void cluster_retry_later(struct cluster *cl, const char *why)
 {
 	log_warn("%s; retrying in %d ms", why, cl->backoff_ms);
-	zk_close(cl->zk);
-	controller_session_lost(&cl->ctl);
+	zk_close(cl->zk); /* the session may live on: the next handle resumes it, or learns it expired */
 	cluster_set_state(cl, CL_DOWN);
 	loop_timer_cancel(cl->loop, &cl->conn_timer);
 	loop_timer_set(cl->loop, &cl->retry_timer, clock_mono_ms() + cl->backoff_ms);

@@ -54,6 +54,8 @@ static void controller_on_multi(void *arg, const struct zk_reply *rep)
 {
 	struct controller *ctl = arg;
 
+	if (rep->rc == ZCLOSING)
+		return; /* that session is gone: controller_session_lost() said so */
 	if (rep->rc == ZOK) {
 		ctl->epoch = ctl->next_epoch;
 		ctl->active_id = ctl->broker_id;
@@ -104,7 +106,7 @@ static void controller_on_epoch_created(void *arg, const struct zk_reply *rep)
 
 	if (rep->rc == ZOK || rep->rc == ZNODEEXISTS)
 		controller_elect(ctl); /* read it back, with its version */
-	else if (rep->rc != ZCONNECTIONLOSS && rep->rc != ZSESSIONEXPIRED)
+	else if (rep->rc != ZCONNECTIONLOSS && rep->rc != ZSESSIONEXPIRED && rep->rc != ZCLOSING)
 		log_warn("cannot create %s: %s", ZNODE_CONTROLLER_EPOCH, zerror(rep->rc));
 }
 
@@ -120,7 +122,7 @@ static void controller_on_epoch(void *arg, const struct zk_reply *rep)
 		return;
 	}
 	if (rep->rc != ZOK) {
-		if (rep->rc != ZCONNECTIONLOSS && rep->rc != ZSESSIONEXPIRED)
+		if (rep->rc != ZCONNECTIONLOSS && rep->rc != ZSESSIONEXPIRED && rep->rc != ZCLOSING)
 			log_warn("cannot read %s: %s", ZNODE_CONTROLLER_EPOCH, zerror(rep->rc));
 		return;
 	}

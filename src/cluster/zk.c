@@ -9,8 +9,9 @@
  * and the queue keeps that order.
  *
  * Generations: zk->gen grows at each zk_close().  A message carries the
- * generation of the session it belongs to and is dropped if that is no
- * longer current, so a caller never sees a reply from a session it gave up.
+ * generation of the session it belongs to.  An event of a session given up
+ * is dropped; a reply is delivered with rc ZCLOSING and nothing else, so
+ * that its caller sees it fail exactly once and frees what it waited with.
  * Each session's watcher context (struct zk_sess) lives until
  * zookeeper_close() has returned, after which the client calls nothing more.
  */
@@ -241,14 +242,20 @@ static void zk_on_multi(int rc, const void *data)
 
 static void zk_deliver(struct zk *zk, struct zk_msg *m)
 {
-	if (m->gen != zk->gen || !zk->zh)
-		return; /* from a session given up since */
+	bool stale = m->gen != zk->gen || !zk->zh; /* from a session given up since */
+
 	if (!m->is_event) {
-		m->rep.data = m->data;
-		m->rep.children = m->children;
-		m->done(m->arg, &m->rep);
+		struct zk_reply r = m->rep;
+
+		r.data = m->data;
+		r.children = m->children;
+		if (stale) /* its caller may own memory it waits to free: tell it, once */
+			r = (struct zk_reply){ .rc = ZCLOSING, .data_len = -1, .failed_op = -1 };
+		m->done(m->arg, &r);
 		return;
 	}
+	if (stale)
+		return;
 	if (m->ev == ZK_EV_CONNECTED) {
 		zk->last_id = m->cid;
 		zk->have_id = true;
@@ -340,7 +347,8 @@ void zk_free(struct zk *zk)
 	if (!zk)
 		return;
 	zk_close(zk);
-	if (zk->wake_io.fd >= 0) { /* only once it is in the loop */
+	zk_on_wake(&zk->wake_io, 0); /* the replies still queued end with ZCLOSING */
+	if (zk->wake_io.fd >= 0) {   /* only once it is in the loop */
 		loop_del(zk->loop, &zk->wake_io);
 		close(zk->wake_io.fd);
 	}

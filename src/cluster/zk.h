@@ -13,9 +13,10 @@
  * Kafka does), so it need not exist beforehand.
  *
  * Sessions: zk_open() starts one (asynchronously: ZK_EV_CONNECTED tells
- * when it is up), zk_close() ends it.  Each session has a generation;
- * completions and events of a session that was closed meanwhile are
- * dropped, never delivered, so callers need not guard against them.
+ * when it is up), zk_close() ends it.  Each session has a generation:
+ * events of a session closed meanwhile are dropped, and its requests'
+ * replies come back with rc ZCLOSING and no data, so a callback that sees
+ * ZCLOSING must only clean up.
  */
 #ifndef GREGOR_CLUSTER_ZK_H
 #define GREGOR_CLUSTER_ZK_H
@@ -84,7 +85,8 @@ int32_t zk_session_timeout_ms(const struct zk *zk);
 
 /*
  * Requests.  Each returns 0 once queued (done then runs exactly once in the
- * loop thread, unless the session is closed first) or -errno.
+ * loop thread, with rc ZCLOSING if the session was closed first, at the
+ * latest in zk_free()) or -errno (done never runs).
  * watch: leave a one-shot watch reported through zk_event_fn.
  * data NULL with len -1 stores null data, as Kafka's persistent paths hold.
  */

@@ -12,8 +12,9 @@ free loopback port; brokers use the chroot /gregor/c1 (created by them) and a
   3. a second broker.id 2 stops with exit status 2 and says why
   4. kill -9 of the controller: another is elected, /controller_epoch grows;
      the killed broker starts again and rejoins
-  5. ZooKeeper stopped for 2 s and started again: every broker is registered
-     again, none restarted or crashed
+  5. ZooKeeper stopped for 2 s and started again: each broker gives its
+     connection up after zookeeper.connection.timeout.ms (1 s), retries, and
+     is registered again; none restarted or crashed
   6. a broker frozen past its session timeout (SIGSTOP) gets a new session
      and registers again by itself
   7. a broker whose zookeeper.connect points nowhere keeps serving, logs each
@@ -23,16 +24,18 @@ free loopback port; brokers use the chroot /gregor/c1 (created by them) and a
 import json
 import os
 import signal
+import sys
 import time
 
-from confluent_kafka.admin import AdminClient
-from kafka.admin import KafkaAdminClient
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from kafka.admin import KafkaAdminClient  # noqa: E402
 
-from gregor import BrokerError, check, eq, free_port, log, main, run, wait_until
-from zookeeper import ZooKeeper, cluster_broker, cluster_brokers, cpu_seconds
+from gregor import BrokerError, check, eq, free_port, log, main, run, wait_until  # noqa: E402
+from zookeeper import ZooKeeper, cluster_broker, cluster_brokers, cpu_seconds  # noqa: E402
 
 CHROOT = "/gregor/c1"
-SESSION = {"zookeeper_session_timeout_ms": 3000, "zookeeper_connection_timeout_ms": 3000}
+SESSION = {"zookeeper_session_timeout_ms": 3000, "zookeeper_connection_timeout_ms": 1000}
 RACKS = {1: "rack-a", 2: "rack-b"}  # broker 3 has none
 V5_KEYS = {"features", "listener_security_protocol_map", "endpoints", "jmx_port", "host", "port", "timestamp",
            "version"}
@@ -153,9 +156,13 @@ def zookeeper_outage(zk, zc, brokers):
     time.sleep(2)
     for b in brokers:
         check(b.alive(), "broker %s died without zookeeper" % b.bootstrap)
+        # the cache keeps the last membership it read (as Kafka's metadata cache does)
+        md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
+        eq(sorted(md.brokers), [1, 2, 3], "Metadata brokers of %s while zookeeper is down" % b.bootstrap)
     zk.start()
     for b, m in zip(brokers, marks):
         b.wait_log("lost the connection to zookeeper", 10, since=m)
+        b.wait_log("cannot reach zookeeper", 10, since=m)  # gave the handle up after 1 s, retried
         b.wait_log("connected to zookeeper", 20, since=m)
     wait_until(lambda: registered(zc) == [1, 2, 3] and controller_of(zc), 20, "all registered after the outage")
     for b in brokers:
