@@ -233,7 +233,7 @@ static void cluster_registered_now(struct cluster *cl)
 		log_info("registered as broker %d at %s in zookeeper %s (session 0x%llx)", cl->cfg.broker_id,
 			 cl->cfg.endpoints, zk_hosts(cl->zk), (unsigned long long)cl->session_id);
 	cluster_set_state(cl, CL_REGISTERED);
-	controller_session_start(&cl->ctl);
+	controller_session_start(&cl->ctl, cl->session_id);
 	cluster_watch_brokers(cl);
 }
 

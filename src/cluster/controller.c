@@ -143,6 +143,19 @@ static void controller_elect(struct controller *ctl)
 			     "controller epoch read");
 }
 
+/* We hold /controller without having seen our election's reply (lost with a connection): read the epoch. */
+static void controller_on_own_epoch(void *arg, const struct zk_reply *rep)
+{
+	struct controller *ctl = arg;
+	int32_t epoch;
+
+	if (rep->rc == ZOK && rep->data_len >= 0 && !znode_epoch_decode(rep->data, (size_t)rep->data_len, &epoch) &&
+	    epoch != ctl->epoch) {
+		ctl->epoch = epoch;
+		log_info("controller epoch %d", epoch);
+	}
+}
+
 static void controller_on_get(void *arg, const struct zk_reply *rep)
 {
 	struct controller *ctl = arg;
@@ -158,6 +171,14 @@ static void controller_on_get(void *arg, const struct zk_reply *rep)
 		controller_set_active(ctl, -1);
 		return;
 	}
+	if (id == ctl->broker_id && rep->ephemeral_owner != ctl->session_id) {
+		/* ours, from an earlier session that has not expired yet: it goes, the watch fires */
+		controller_set_active(ctl, -1);
+		return;
+	}
+	if (id == ctl->broker_id && ctl->state != CONTROLLER_ACTIVE)
+		controller_submitted(zk_get(ctl->zk, ZNODE_CONTROLLER_EPOCH, false, controller_on_own_epoch, ctl),
+				     "controller epoch read");
 	controller_set_active(ctl, id);
 }
 
@@ -188,8 +209,9 @@ void controller_init(struct controller *ctl, struct zk *zk, int32_t broker_id)
 	ctl->state = CONTROLLER_IDLE;
 }
 
-void controller_session_start(struct controller *ctl)
+void controller_session_start(struct controller *ctl, int64_t session_id)
 {
+	ctl->session_id = session_id;
 	if (ctl->state == CONTROLLER_IDLE)
 		controller_set_state(ctl, CONTROLLER_WATCHING);
 	controller_watch(ctl);

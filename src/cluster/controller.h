@@ -36,12 +36,13 @@ struct controller {
 	int32_t active_id;  /* the controller's broker id, -1 unknown or none */
 	int32_t epoch;      /* last /controller_epoch seen or written, -1 unknown */
 	int32_t next_epoch; /* ELECTING: the epoch being written */
+	int64_t session_id; /* of the registered session: /controller is ours only if this session owns it */
 	enum controller_state state;
 };
 
 void controller_init(struct controller *ctl, struct zk *zk, int32_t broker_id);
-/* The session is registered: watch /controller and elect if there is none. */
-void controller_session_start(struct controller *ctl);
+/* The session (session_id) is registered: watch /controller and elect if there is none. */
+void controller_session_start(struct controller *ctl, int64_t session_id);
 /* The session expired or was given up: no longer controller, controller unknown. */
 void controller_session_lost(struct controller *ctl);
 /* A watch event; true if it was about /controller. */
