@@ -63,13 +63,14 @@ static const struct conf_def defs[] = {
 	I32("broker.id", broker_id, -1, I32MAX, "-1", false,
 	    "Old name of `node.id`; if both are given they must be equal."),
 	STR("cluster.id", cluster_id, "", false,
-	    "Cluster id reported in Metadata; empty lets the broker generate one."),
+	    "Cluster id reported in Metadata; empty lets the broker generate one. In cluster mode Metadata reports "
+	    "ZooKeeper's `/cluster/id` instead."),
 	LIST("listeners", listeners, "PLAINTEXT://127.0.0.1:9092", false,
 	     "Comma separated `NAME://host:port` addresses to listen on; an empty host means all interfaces."),
 	LIST("advertised.listeners", advertised_listeners, NULL, false,
 	     "Addresses given to clients in Metadata; null or empty means the same as `listeners`. In cluster mode "
 	     "the address of the listener served is registered under `/brokers/ids/<id>`, where the other brokers "
-	     "read it for their Metadata (an empty or wildcard host is replaced with the host name)."),
+	     "read it for their Metadata (an empty or wildcard host is replaced with this machine's host name)."),
 	STR("broker.rack", broker_rack, NULL, false,
 	    "Rack of this broker, reported in Metadata and, in cluster mode, registered in ZooKeeper."),
 	/* log layout */
@@ -294,8 +295,8 @@ static const struct conf_def defs[] = {
 	     NOEFFECT " (KRaft)"),
 	LIST("controller.listener.names", controller_listener_names, NULL, false, NOEFFECT " (KRaft)"),
 	STR("inter.broker.listener.name", inter_broker_listener_name, NULL, false,
-	    "Listener the brokers reach each other on; must name a listener of `listeners`. Null: the listener of "
-	    "`security.inter.broker.protocol`. Registered with the endpoints; no request goes between brokers yet "
+	    "Listener the brokers reach each other on; must name a listener of `listeners` (checked at start-up). "
+	    "Null: the listener of `security.inter.broker.protocol`. No request goes between brokers yet "
 	    "(docs/cluster.md)."),
 	BOOL("controlled.shutdown.enable", controlled_shutdown_enable, "true", false,
 	     "Accepted. Kafka's controlled shutdown (a ControlledShutdown request that moves partition leadership "

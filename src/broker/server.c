@@ -480,6 +480,8 @@ static int server_cluster_start(struct broker *b)
 
 	if (!b->cfg.zookeeper_connect)
 		return 0;
+	if (!b->host[0]) /* advertised.listeners with an empty host: the other brokers need a name */
+		gethostname(b->host, sizeof(b->host));
 	snprintf(b->listener_name, sizeof(b->listener_name), "%.*s", (int)n, spec);
 	if (!n)
 		snprintf(b->listener_name, sizeof(b->listener_name), "PLAINTEXT");
