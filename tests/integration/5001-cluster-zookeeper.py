@@ -6,7 +6,8 @@ ZooKeeper is Debian's server (tests/lib/zookeeper.py, mk/zookeeper.sh) on a
 free loopback port; brokers use the chroot /gregor/c1 (created by them) and a
 3 s session timeout so that failures are noticed within the test.
 
-  1. brokers 1, 2, 3 register; their znodes have Kafka's JSON shapes (kazoo)
+  1. brokers 1, 2, 3 register (3 advertising "localhost" for 127.0.0.1);
+     their znodes have Kafka's JSON shapes (kazoo)
   2. Metadata from each (confluent_kafka, kcat -L -J, kafka-python for racks)
      lists all three, the same controller and /cluster/id
   3. a second broker.id 2 stops with exit status 2 and says why
@@ -32,13 +33,19 @@ from confluent_kafka.admin import AdminClient  # noqa: E402
 from kafka.admin import KafkaAdminClient  # noqa: E402
 
 from gregor import BrokerError, check, eq, free_port, log, main, run, wait_until  # noqa: E402
-from zookeeper import ZooKeeper, cluster_broker, cluster_brokers, cpu_seconds  # noqa: E402
+from zookeeper import ZooKeeper, cluster_broker, cpu_seconds  # noqa: E402
 
 CHROOT = "/gregor/c1"
 SESSION = {"zookeeper_session_timeout_ms": 3000, "zookeeper_connection_timeout_ms": 1000}
 RACKS = {1: "rack-a", 2: "rack-b"}  # broker 3 has none
+ADVERTISED = {3: "localhost"}  # broker 3 advertises another host name than it listens on
 V5_KEYS = {"features", "listener_security_protocol_map", "endpoints", "jmx_port", "host", "port", "timestamp",
            "version"}
+
+
+def advertised(b):
+    """host:port a broker registers and every Metadata reports for it."""
+    return "%s:%d" % (ADVERTISED.get(int(b.overrides["broker.id"]), b.host), b.port)
 
 
 def zget(zc, path):
@@ -71,9 +78,9 @@ def check_znodes(zc, brokers):
         check(stat.ephemeralOwner != 0, "/brokers/ids/%d is not ephemeral" % bid)
         eq(set(reg), V5_KEYS | ({"rack"} if bid in RACKS else set()), "/brokers/ids/%d keys" % bid)
         eq(reg["version"], 5, "registration version")
-        eq(reg["endpoints"], ["PLAINTEXT://%s" % b.bootstrap], "endpoints of %d" % bid)
+        eq(reg["endpoints"], ["PLAINTEXT://%s" % advertised(b)], "endpoints of %d" % bid)
         eq(reg["listener_security_protocol_map"], {"PLAINTEXT": "PLAINTEXT"}, "protocol map")
-        eq((reg["host"], reg["port"], reg["jmx_port"]), (b.host, b.port, -1), "host, port, jmx_port")
+        eq(("%s:%d" % (reg["host"], reg["port"]), reg["jmx_port"]), (advertised(b), -1), "host, port, jmx_port")
         check(isinstance(reg["timestamp"], str) and abs(int(reg["timestamp"]) / 1000 - time.time()) < 120,
               "timestamp %r is not the registration time in ms, as a string" % reg["timestamp"])
         eq(reg.get("rack"), RACKS.get(bid), "rack of %d" % bid)
@@ -92,12 +99,12 @@ def check_metadata(b, want, controller, cluster_id):
     """Metadata from broker b with three clients: want = the live Broker objects."""
     want_ids = {int(x.overrides["broker.id"]): x for x in want}
     md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
-    eq({i: (m.host, m.port) for i, m in md.brokers.items()}, {i: (x.host, x.port) for i, x in want_ids.items()},
+    eq({i: "%s:%d" % (m.host, m.port) for i, m in md.brokers.items()}, {i: advertised(x) for i, x in want_ids.items()},
        "confluent_kafka brokers from %s" % b.bootstrap)
     eq(md.controller_id, controller, "confluent_kafka controller from %s" % b.bootstrap)
     eq(md.cluster_id, cluster_id, "confluent_kafka cluster id from %s" % b.bootstrap)
     k = json.loads(run(["kcat", "-b", b.bootstrap, "-L", "-J"], timeout_s=20).stdout)
-    eq(sorted((x["id"], x["name"]) for x in k["brokers"]), sorted((i, x.bootstrap) for i, x in want_ids.items()),
+    eq(sorted((x["id"], x["name"]) for x in k["brokers"]), sorted((i, advertised(x)) for i, x in want_ids.items()),
        "kcat brokers from %s" % b.bootstrap)
     eq(k["controllerid"], controller, "kcat controller from %s" % b.bootstrap)
 
@@ -206,7 +213,9 @@ def test():
         try:
             zc = zk.client()
             brokers = [cluster_broker(zk.connect, i, CHROOT, broker_rack=RACKS[i], **SESSION) for i in (1, 2)]
-            brokers += cluster_brokers(zk.connect, [3], CHROOT, **SESSION)
+            b3 = cluster_broker(zk.connect, 3, CHROOT, start=False, **SESSION)
+            b3.overrides["advertised.listeners"] = "PLAINTEXT://%s:%d" % (ADVERTISED[3], b3.port)
+            brokers.append(b3.start())
             wait_until(lambda: registered(zc) == [1, 2, 3] and controller_of(zc), 15, "three brokers registered")
             cluster_id = check_znodes(zc, brokers)
             ctl = controller_of(zc)[0]
