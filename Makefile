@@ -1,5 +1,6 @@
 # Gregor - one non-recursive GNU Makefile.
 #   make run     deps + build + start the broker with config/server.properties
+#   make run-cluster  ZooKeeper + three brokers (config/cluster/), data in ./data-cluster
 #   make test    deps + build + unit and integration tests
 #   make SANITIZE=1 ...   build with AddressSanitizer + UBSan (separate build dir)
 
@@ -9,7 +10,7 @@ OPT     ?= -O2
 BUILD   ?= build
 CFLAGS  := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc -I$(BUILD)/gen
 DEPFLAGS := -MMD -MP
-LDLIBS  := -lisal -lsnappy -llz4 -lzstd -lpthread
+LDLIBS  := -lisal -lsnappy -llz4 -lzstd -lzookeeper_mt -ljansson -lpthread
 
 ifeq ($(SANITIZE),1)
 BUILD   := build-san
@@ -22,7 +23,7 @@ GEN_H    := $(BUILD)/gen/proto_msgs.h
 GEN_C    := $(BUILD)/gen/proto_msgs.c
 SCHEMAS  := $(wildcard src/proto/schema/*.api)
 
-LIB_SRC  := $(filter-out src/broker/main.c,$(wildcard src/util/*.c src/proto/*.c src/net/*.c src/log/*.c src/coord/*.c src/broker/*.c))
+LIB_SRC  := $(filter-out src/broker/main.c,$(wildcard src/util/*.c src/proto/*.c src/net/*.c src/log/*.c src/cluster/*.c src/coord/*.c src/broker/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/proto_msgs.o
 BROKER   := $(BUILD)/bin/gregor
 
@@ -51,7 +52,7 @@ SYNCSHIM := $(BUILD)/lib/syncshim.so
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/bin/unit/%,$(UNIT_SRC))
 
-.PHONY: all deps run test unit integration clean style install bench fuzz fuzz-smoke sanitize-smoke go-tests test-powercut
+.PHONY: all deps run run-cluster test unit integration clean style install bench fuzz fuzz-smoke sanitize-smoke go-tests test-powercut
 .SECONDARY:
 all: $(BROKER) $(TOOLS) $(EXAMPLES) $(ITEST_C) $(UNITS) $(SYNCSHIM)
 
@@ -103,6 +104,10 @@ $(SYNCSHIM): tests/lib/syncshim.c
 run: deps $(BROKER)
 	@mkdir -p data
 	$(BROKER) config/server.properties
+
+# ZooKeeper + three brokers on 127.0.0.1:9092-9094, data in ./data-cluster (docs/cluster.md)
+run-cluster: deps $(BROKER)
+	@bash mk/run-cluster.sh $(BROKER)
 
 unit: $(UNITS)
 	@sh mk/run-unit.sh $(UNITS)

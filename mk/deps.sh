@@ -6,6 +6,7 @@ PKGS="gcc make python3 libisal-dev libsnappy-dev liblz4-dev libzstd-dev libcmock
 python3-confluent-kafka python3-kafka libsqlite3-dev nodejs npm
 clang libclang-rt-14-dev
 python3-lz4 python3-snappy python3-xxhash e2fsprogs mount
+zookeeper libzookeeper-mt-dev libjansson-dev python3-kazoo
 golang-go golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev
 golang-github-datadog-zstd-dev golang-github-davecgh-go-spew-dev
 golang-github-eapache-go-xerial-snappy-dev golang-github-golang-snappy-dev

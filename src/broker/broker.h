@@ -20,6 +20,7 @@ struct req;
 struct group_coord;
 struct txn_coord;
 struct fetch_session_cache;
+struct cluster;
 
 struct broker {
 	struct broker_cfg cfg;
@@ -40,6 +41,11 @@ struct broker {
 	struct txn_coord *txns;     /* the transaction coordinator (h_txn.c) */
 	/* incremental fetch sessions, KIP-227 (fetch_session.h) */
 	struct fetch_session_cache *fetch_sessions;
+	/* cluster mode (zookeeper.connect): membership, controller, live brokers; NULL on a single node */
+	struct cluster *cluster;
+	char listener_name[64];     /* name of the listener served (PLAINTEXT, ...) */
+	char cluster_endpoint[512]; /* its advertised "NAME://host:port", as registered */
+	int exit_code;              /* main()'s exit status: 0, or 2 when the cluster refused this broker */
 	/* what a SIGHUP reload re-reads (main.c; borrowed from main's argv) */
 	const char *config_path; /* server.properties, NULL = defaults only */
 	int argc;                /* the command line, for its --override values */

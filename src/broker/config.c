@@ -56,16 +56,23 @@
 
 static const struct conf_def defs[] = {
 	/* identity and listeners */
-	I32("node.id", node_id, 0, I32MAX, "0", false, "This broker's id, reported in Metadata and FindCoordinator."),
+	I32("node.id", node_id, 0, I32MAX, "0", false,
+	    "This broker's id, reported in Metadata and FindCoordinator. In cluster mode (`zookeeper.connect`) it "
+	    "names the broker's registration `/brokers/ids/<id>` and must be unique in the cluster: a broker whose "
+	    "id is held by another live broker stops with exit status 2."),
 	I32("broker.id", broker_id, -1, I32MAX, "-1", false,
 	    "Old name of `node.id`; if both are given they must be equal."),
 	STR("cluster.id", cluster_id, "", false,
-	    "Cluster id reported in Metadata; empty lets the broker generate one."),
+	    "Cluster id reported in Metadata; empty lets the broker generate one. In cluster mode Metadata reports "
+	    "ZooKeeper's `/cluster/id` instead."),
 	LIST("listeners", listeners, "PLAINTEXT://127.0.0.1:9092", false,
 	     "Comma separated `NAME://host:port` addresses to listen on; an empty host means all interfaces."),
 	LIST("advertised.listeners", advertised_listeners, NULL, false,
-	     "Addresses given to clients in Metadata; null or empty means the same as `listeners`."),
-	STR("broker.rack", broker_rack, NULL, false, "Rack of this broker, reported in Metadata."),
+	     "Addresses given to clients in Metadata; null or empty means the same as `listeners`. In cluster mode "
+	     "the address of the listener served is registered under `/brokers/ids/<id>`, where the other brokers "
+	     "read it for their Metadata (an empty or wildcard host is replaced with this machine's host name)."),
+	STR("broker.rack", broker_rack, NULL, false,
+	    "Rack of this broker, reported in Metadata and, in cluster mode, registered in ZooKeeper."),
 	/* log layout */
 	LIST("log.dirs", log_dirs, "./data", false, "Directories holding the partition logs (`<topic>-<partition>/`)."),
 	STR("log.dir", log_dir, NULL, false,
@@ -270,15 +277,32 @@ static const struct conf_def defs[] = {
 	I32("num.recovery.threads.per.data.dir", num_recovery_threads_per_data_dir, 1, I32MAX, "1", true, IGNORED),
 	I32("background.threads", background_threads, 1, I32MAX, "10", true, IGNORED),
 	/* cluster */
-	STR("zookeeper.connect", zookeeper_connect, NULL, false, NOEFFECT " (Cluster mode will use it.)"),
-	I32("zookeeper.connection.timeout.ms", zookeeper_connection_timeout_ms, 0, I32MAX, "18000", false, NOEFFECT),
-	I32("zookeeper.session.timeout.ms", zookeeper_session_timeout_ms, 0, I32MAX, "18000", false, NOEFFECT),
+	STR("zookeeper.connect", zookeeper_connect, NULL, false,
+	    "ZooKeeper connection string `host:port[,host:port...][/chroot]`. Set, the broker runs in cluster mode "
+	    "(docs/cluster.md): it registers under `/brokers/ids/<broker.id>`, takes part in the controller "
+	    "election and lists every live broker in Metadata; a missing chroot is created. Null: a single node "
+	    "that needs no ZooKeeper."),
+	I32("zookeeper.connection.timeout.ms", zookeeper_connection_timeout_ms, 1, I32MAX, "18000", false,
+	    "How long a connection attempt to ZooKeeper may take before it is logged and given up; the broker "
+	    "then tries again after a backoff (1 s, doubling up to 30 s), resuming its session if it is still "
+	    "valid, and keeps serving meanwhile (Kafka instead stops at start-up)."),
+	I32("zookeeper.session.timeout.ms", zookeeper_session_timeout_ms, 1, I32MAX, "18000", false,
+	    "ZooKeeper session timeout: how long after a broker loses contact its registration (and `/controller`, "
+	    "if it is controller) stays. The server bounds it to 2 to 20 times its tickTime."),
 	LIST("process.roles", process_roles, "", false, NOEFFECT " (KRaft)"),
 	LIST("controller.quorum.voters", controller_quorum_voters, "", false, NOEFFECT " (KRaft)"),
 	LIST("controller.quorum.bootstrap.servers", controller_quorum_bootstrap_servers, "", false,
 	     NOEFFECT " (KRaft)"),
 	LIST("controller.listener.names", controller_listener_names, NULL, false, NOEFFECT " (KRaft)"),
-	STR("inter.broker.listener.name", inter_broker_listener_name, NULL, false, NOEFFECT),
+	STR("inter.broker.listener.name", inter_broker_listener_name, NULL, false,
+	    "Listener the brokers reach each other on; must name a listener of `listeners` (checked at start-up). "
+	    "Null: the listener of `security.inter.broker.protocol`. No request goes between brokers yet "
+	    "(docs/cluster.md)."),
+	BOOL("controlled.shutdown.enable", controlled_shutdown_enable, "true", false,
+	     "Accepted. Kafka's controlled shutdown (a ControlledShutdown request that moves partition leadership "
+	     "away before stopping) is not done yet: partitions have no leaders on other brokers (docs/cluster.md). "
+	     "Either way a clean shutdown (SIGTERM) in cluster mode closes the ZooKeeper session first, so the "
+	     "registration and `/controller` go at once rather than after the session timeout."),
 	LIST("listener.security.protocol.map", listener_security_protocol_map,
 	     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", false,
 	     "Listener name to security protocol; Gregor serves PLAINTEXT only for now."),
@@ -289,7 +313,7 @@ static const struct conf_def defs[] = {
 	    NOEFFECT),
 	/* diagnostics */
 	LIST("log.debug", log_debug, "", true,
-	     "Debug log categories: `net`, `proto`, `log`, `group`, `txn`, `broker` or `all`."),
+	     "Debug log categories: `net`, `proto`, `log`, `group`, `txn`, `broker`, `cluster` or `all`."),
 };
 
 _Static_assert(sizeof(defs) / sizeof(defs[0]) <= CONFIG_NKEYS_MAX, "raise CONFIG_NKEYS_MAX");
@@ -412,6 +436,34 @@ static int config_check_cleaner(const struct broker_cfg *cfg, char *err, size_t 
 	return 0;
 }
 
+/* Length of the listener name of a "NAME://host:port" entry (0 if it has none). */
+static size_t config_listener_name_len(struct kstr item)
+{
+	const char *sep = memmem(item.p, (size_t)item.len, "://", 3);
+
+	return sep ? (size_t)(sep - item.p) : 0;
+}
+
+/* inter.broker.listener.name must name a listener; zookeeper.connect must not be empty. */
+static int config_check_cluster(const struct broker_cfg *cfg, char *err, size_t errlen)
+{
+	const char *name = cfg->inter_broker_listener_name, *p = cfg->listeners;
+	struct kstr item;
+
+	if (cfg->zookeeper_connect && !cfg->zookeeper_connect[0]) {
+		snprintf(err, errlen, "zookeeper.connect is empty (leave it out for a single node)");
+		return -EINVAL;
+	}
+	if (!name)
+		return 0;
+	while (conf_list_next(&p, &item))
+		if (config_listener_name_len(item) == strlen(name) && !strncmp(item.p, name, strlen(name)))
+			return 0;
+	snprintf(err, errlen, "inter.broker.listener.name '%s' is not the name of a listener in listeners '%s'", name,
+		 cfg->listeners ? cfg->listeners : "");
+	return -EINVAL;
+}
+
 int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen)
 {
 	bool node_set = config_is_set(cfg, "node.id"), broker_set = config_is_set(cfg, "broker.id");
@@ -446,10 +498,12 @@ int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen)
 	}
 	if (config_check_cleaner(cfg, err, errlen))
 		return -EINVAL;
+	if (config_check_cluster(cfg, err, errlen))
+		return -EINVAL;
 	if (log_set_debug(cfg->log_debug ? cfg->log_debug : "")) {
 		snprintf(err, errlen,
 			 "invalid value '%s' for 'log.debug': expected a list of net, proto, log, "
-			 "group, txn, broker or all",
+			 "group, txn, broker, cluster or all",
 			 cfg->log_debug);
 		return -EINVAL;
 	}

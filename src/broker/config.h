@@ -183,7 +183,7 @@ struct broker_cfg {
 	int32_t num_io_threads;
 	int32_t num_recovery_threads_per_data_dir;
 	int32_t background_threads;
-	/* cluster / KRaft / ZooKeeper (accepted, single node) */
+	/* cluster: ZooKeeper mode (zookeeper.connect set); KRaft keys accepted, unused */
 	char *zookeeper_connect;
 	int32_t zookeeper_connection_timeout_ms;
 	int32_t zookeeper_session_timeout_ms;
@@ -192,12 +192,13 @@ struct broker_cfg {
 	char *controller_quorum_bootstrap_servers;
 	char *controller_listener_names;
 	char *inter_broker_listener_name;
+	bool controlled_shutdown_enable;
 	char *listener_security_protocol_map;
 	char *security_inter_broker_protocol;
 	int32_t share_coordinator_state_topic_replication_factor;
 	int32_t share_coordinator_state_topic_min_isr;
 	/* diagnostics */
-	char *log_debug; /* list: net,proto,log,group,txn,broker,all */
+	char *log_debug; /* list: net,proto,log,group,txn,broker,cluster,all */
 
 	bool set[CONFIG_NKEYS_MAX]; /* explicitly given, indexed like the table */
 };

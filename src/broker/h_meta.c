@@ -9,6 +9,7 @@
 #include "broker/creator.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
+#include "cluster/cluster.h"
 #include "proto/kerr.h"
 #include "util/log.h"
 
@@ -175,11 +176,42 @@ static void metadata_topics(struct req *rq, const struct MetadataRequest *mreq, 
 	}
 }
 
+/*
+ * Brokers, controller and cluster id.  In cluster mode every live broker
+ * registered in ZooKeeper (cluster/cluster.h), once the first listing is
+ * read; a single node, or a broker not yet in touch with ZooKeeper, lists
+ * itself.
+ */
+static void metadata_brokers(struct req *rq, struct MetadataResponse *resp)
+{
+	struct broker *b = rq->b;
+	const struct cluster_broker *cb = NULL;
+	int n = b->cluster ? cluster_brokers(b->cluster, &cb) : 0;
+	bool self_listed = false;
+
+	resp->ClusterId = kstr_c(b->cluster && *cluster_id(b->cluster) ? cluster_id(b->cluster) : b->cluster_id);
+	resp->ControllerId = b->cluster ? cluster_controller_id(b->cluster) : b->node_id;
+	for (int i = 0; i < n; i++)
+		self_listed |= cb[i].id == b->node_id;
+	/* this broker leads every partition it lists: it is always among the brokers */
+	resp->Brokers.n = n + !self_listed;
+	resp->Brokers.v = req_alloc(rq, (size_t)resp->Brokers.n, sizeof(*resp->Brokers.v));
+	for (int i = 0; i < resp->Brokers.n; i++) {
+		struct MetadataResponseBroker *mb = &resp->Brokers.v[i];
+
+		MetadataResponseBroker_init(mb);
+		mb->NodeId = i < n ? cb[i].id : b->node_id;
+		mb->Host = kstr_c(i < n ? cb[i].host : b->host);
+		mb->Port = i < n ? cb[i].port : b->port;
+		if (i < n && cb[i].has_rack)
+			mb->Rack = kstr_c(cb[i].rack);
+	}
+}
+
 int h_metadata(struct req *rq, const void *in, void *out)
 {
 	const struct MetadataRequest *mreq = in;
 	struct MetadataResponse *resp = out;
-	struct broker *b = rq->b;
 	struct autocreate *w = NULL;
 
 	for (int32_t i = 0; mreq->AllowAutoTopicCreation && i < mreq->Topics.n; i++)
@@ -187,14 +219,7 @@ int h_metadata(struct req *rq, const void *in, void *out)
 	if (w)
 		return H_PARKED; /* run again once they are made, off the loop: answered with them */
 
-	resp->Brokers.n = 1;
-	resp->Brokers.v = req_alloc(rq, 1, sizeof(*resp->Brokers.v));
-	MetadataResponseBroker_init(&resp->Brokers.v[0]);
-	resp->Brokers.v[0].NodeId = b->node_id;
-	resp->Brokers.v[0].Host = kstr_c(b->host);
-	resp->Brokers.v[0].Port = b->port;
-	resp->ClusterId = kstr_c(b->cluster_id);
-	resp->ControllerId = b->node_id;
+	metadata_brokers(rq, resp);
 	metadata_topics(rq, mreq, resp);
 	return H_REPLY;
 }

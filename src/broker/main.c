@@ -20,7 +20,8 @@ int main(int argc, char **argv)
 	if (rc != CONFIG_ARGS_RUN)
 		return rc;
 	if (b.cfg.log_debug && b.cfg.log_debug[0] && log_set_debug(b.cfg.log_debug) < 0) {
-		fprintf(stderr, "gregor: log.debug: unknown category in '%s' (net,proto,log,group,txn,broker,all)\n",
+		fprintf(stderr,
+			"gregor: log.debug: unknown category in '%s' (net,proto,log,group,txn,broker,cluster,all)\n",
 			b.cfg.log_debug);
 		return 2;
 	}
@@ -36,5 +37,5 @@ int main(int argc, char **argv)
 	server_run(&b);
 	server_stop(&b);
 	config_release(&b.cfg);
-	return 0;
+	return b.exit_code; /* 2: the cluster refused this broker (logged) */
 }

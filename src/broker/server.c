@@ -30,6 +30,7 @@
 #include "broker/cleaner.h"
 #include "broker/creator.h"
 #include "broker/syncer.h"
+#include "cluster/cluster.h"
 #include "log/partition.h"
 #include "log/segment.h"
 #include "util/clock.h"
@@ -446,6 +447,49 @@ static void server_raise_nofile(const struct broker *b)
 		 b->cfg.log_segment_fd_cache_size);
 }
 
+/* The cluster layer found this broker cannot join (its broker.id is taken): stop with code. */
+static void server_on_cluster_fatal(void *arg, int code)
+{
+	struct broker *b = arg;
+
+	b->exit_code = code;
+	loop_stop(b->loop);
+}
+
+/*
+ * Cluster mode: registers the listener served, under its name and with
+ * the advertised host and port server_listen() settled on.
+ */
+static int server_cluster_start(struct broker *b)
+{
+	const char *spec = b->cfg.listeners, *sep = strstr(spec, "://");
+	size_t n = sep && (size_t)(sep - spec) < strcspn(spec, ",") ? (size_t)(sep - spec) : 0;
+	bool v6 = strchr(b->host, ':') != NULL;
+	struct cluster_cfg cc = {
+		.zookeeper_connect = b->cfg.zookeeper_connect,
+		.session_timeout_ms = b->cfg.zookeeper_session_timeout_ms,
+		.connection_timeout_ms = b->cfg.zookeeper_connection_timeout_ms,
+		.broker_id = b->node_id,
+		.rack = b->cfg.broker_rack,
+		.endpoints = b->cluster_endpoint,
+		.protocol_map = b->cfg.listener_security_protocol_map,
+		.client_listener = b->listener_name,
+		.on_fatal = server_on_cluster_fatal,
+		.fatal_arg = b,
+	};
+
+	if (!b->cfg.zookeeper_connect)
+		return 0;
+	if (!b->host[0]) /* advertised.listeners with an empty host: the other brokers need a name */
+		gethostname(b->host, sizeof(b->host));
+	snprintf(b->listener_name, sizeof(b->listener_name), "%.*s", (int)n, spec);
+	if (!n)
+		snprintf(b->listener_name, sizeof(b->listener_name), "PLAINTEXT");
+	snprintf(b->cluster_endpoint, sizeof(b->cluster_endpoint), "%s://%s%s%s:%d", b->listener_name, v6 ? "[" : "",
+		 b->host, v6 ? "]" : "", b->port);
+	return cluster_start(b->loop, &cc, &b->cluster);
+}
+
 int server_start(struct broker *b)
 {
 	int err;
@@ -476,6 +520,8 @@ int server_start(struct broker *b)
 		err = fetch_sessions_start(b);
 	if (!err)
 		err = server_listen(b);
+	if (!err)
+		err = server_cluster_start(b);
 	if (err)
 		return err;
 	loop_on_wake(b->loop, server_on_wake, b);
@@ -496,6 +542,8 @@ void server_stop(struct broker *b)
 	int64_t t0 = clock_mono_ms();
 
 	loop_timer_cancel(b->loop, &b->accept_pause);
+	cluster_stop(b->cluster); /* first: the registration and /controller go at once */
+	b->cluster = NULL;
 	close(b->listen_io.fd);
 	conn_close_all();
 	fetch_wake(b);            /* parked fetches see their connection closed */

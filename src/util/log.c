@@ -14,8 +14,8 @@ static const struct {
 	const char *name;
 	unsigned bit;
 } log_cats[] = {
-	{ "net", LOGC_NET },     { "proto", LOGC_PROTO }, { "log", LOGC_LOG },
-	{ "group", LOGC_GROUP }, { "txn", LOGC_TXN },     { "broker", LOGC_BROKER },
+	{ "net", LOGC_NET }, { "proto", LOGC_PROTO },   { "log", LOGC_LOG },         { "group", LOGC_GROUP },
+	{ "txn", LOGC_TXN }, { "broker", LOGC_BROKER }, { "cluster", LOGC_CLUSTER },
 };
 
 int log_set_debug(const char *list)

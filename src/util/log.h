@@ -3,7 +3,7 @@
  * partition log).  One line per event to stderr:
  *   2026-11-29T22:40:01.123Z INFO [net] accepted 127.0.0.1:50312
  * The level is checked before arguments are evaluated.  Debug lines are
- * enabled per category with log.debug=net,proto,log,group,txn.
+ * enabled per category with log.debug=net,proto,log,group,txn,broker,cluster.
  */
 #ifndef GREGOR_UTIL_LOG_H
 #define GREGOR_UTIL_LOG_H
@@ -19,6 +19,7 @@ enum log_cat {
 	LOGC_GROUP = 1 << 3,
 	LOGC_TXN = 1 << 4,
 	LOGC_BROKER = 1 << 5,
+	LOGC_CLUSTER = 1 << 6,
 };
 
 extern int log_level_cur;

@@ -396,6 +396,24 @@ static void test_cleaner_values(void **state)
 	assert_int_equal(finalize_with("log.cleaner.dedupe.buffer.size", "1048576", err, sizeof(err)), 0);
 }
 
+/* Cluster keys: inter.broker.listener.name names a listener; zookeeper.connect is not empty. */
+static void test_cluster_values(void **state)
+{
+	char err[256];
+
+	(void)state;
+	assert_int_equal(finalize_with("inter.broker.listener.name", "PLAINTEXT", err, sizeof(err)), 0);
+	assert_int_equal(finalize_with("inter.broker.listener.name", "PLAIN", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "inter.broker.listener.name 'PLAIN' is not the name of a listener in listeners "
+				 "'PLAINTEXT://127.0.0.1:9092'");
+	assert_int_equal(finalize_with("inter.broker.listener.name", "PLAINTEXT://", err, sizeof(err)), -EINVAL);
+	assert_int_equal(finalize_with("zookeeper.connect", "127.0.0.1:2181/kafka", err, sizeof(err)), 0);
+	assert_int_equal(finalize_with("zookeeper.connect", "", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "zookeeper.connect is empty (leave it out for a single node)");
+	assert_int_equal(finalize_with("zookeeper.session.timeout.ms", "0", err, sizeof(err)), -EINVAL);
+	assert_int_equal(finalize_with("controlled.shutdown.enable", "false", err, sizeof(err)), 0);
+}
+
 static void test_args(void **state)
 {
 	struct broker_cfg cfg;
@@ -705,6 +723,7 @@ int main(void)
 		cmocka_unit_test(test_aliases),
 		cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_cleaner_values),
+		cmocka_unit_test(test_cluster_values),
 		cmocka_unit_test(test_args),
 		cmocka_unit_test(test_topic_defaults),
 		cmocka_unit_test(test_update),

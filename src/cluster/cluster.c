@@ -1,0 +1,599 @@
+/*
+ * cluster.c - session lifecycle, registration and the live-broker cache
+ * (see cluster.h for the sequence and the failure policy).
+ *
+ * Session states (cluster_set_state() logs each change at debug level):
+ *
+ *   DOWN --cluster_connect(): handle made--> CONNECTING
+ *   DOWN --handle refused (unresolvable)--> DOWN, reconnect timer (backoff)
+ *   CONNECTING --ZK_EV_CONNECTED--> REGISTERING --broker znode created--> REGISTERED
+ *   CONNECTING --connection timer--> DOWN (handle given up, session kept to resume)
+ *   REGISTERING/REGISTERED --ZK_EV_CONNECTING--> CONNECTING (the client reconnects)
+ *   any --ZK_EV_EXPIRED--> DOWN --> CONNECTING (a new session at once)
+ *   REGISTERING --broker.id owned by another session--> FATAL (on_fatal(arg, 2))
+ *
+ * The cache of live brokers is replaced whole when a listing of
+ * /brokers/ids and every registration in it has been read; a listing
+ * started later supersedes an earlier one still under way (list_seq).
+ */
+#include "cluster/cluster.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zookeeper/zookeeper.h>
+
+#include "cluster/controller.h"
+#include "cluster/zk.h"
+#include "net/loop.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/uuid.h"
+
+#define CLUSTER_BACKOFF_MS_MIN 1000
+#define CLUSTER_BACKOFF_MS_MAX 30000
+#define CLUSTER_RETRY_MS 5000 /* a registration step failed for another reason than the connection */
+
+enum cluster_state { CL_DOWN, CL_CONNECTING, CL_REGISTERING, CL_REGISTERED, CL_FATAL };
+static const char *const cluster_state_names[] = { "down", "connecting", "registering", "registered", "fatal" };
+
+struct cluster {
+	struct cluster_cfg cfg;
+	struct loop *loop;
+	struct zk *zk;
+	struct controller ctl;
+	enum cluster_state state;
+	char *registration;            /* our /brokers/ids/<id> document */
+	char broker_path[64];          /* /brokers/ids/<id> */
+	char cluster_id[64];           /* "" until read */
+	int64_t session_id;            /* of the session events last came from */
+	struct loop_timer conn_timer;  /* CONNECTING: give the handle up when it fires */
+	struct loop_timer retry_timer; /* DOWN: make a new handle; REGISTERING: run the sequence again */
+	int32_t backoff_ms;
+	int64_t down_since_ms;          /* when the connection was lost (for log lines) */
+	struct cluster_broker *brokers; /* the cache, sorted by id */
+	int nbrokers;
+	unsigned list_seq; /* the latest listing of /brokers/ids */
+};
+
+/* One listing of /brokers/ids under way: the registrations read so far. */
+struct cluster_listing {
+	struct cluster *cl;
+	unsigned seq;
+	int pending;
+	int n;
+	bool failed; /* a read failed (connection lost): the cache keeps what it had */
+	struct cluster_broker *brokers;
+};
+
+static void cluster_set_state(struct cluster *cl, enum cluster_state to)
+{
+	if (cl->state == to)
+		return;
+	log_debug(LOGC_CLUSTER, "cluster", "zookeeper state %s -> %s", cluster_state_names[cl->state],
+		  cluster_state_names[to]);
+	cl->state = to;
+}
+
+/* A step's request could not be queued: the session is going; the next one starts over. */
+static void cluster_submitted(int err, const char *what)
+{
+	if (err)
+		log_debug(LOGC_CLUSTER, "cluster", "%s not sent: %s", what, strerror(-err));
+}
+
+/* An unexpected reply of a registration step: connection trouble is handled by the session events. */
+static void cluster_step_failed(struct cluster *cl, const char *what, int rc)
+{
+	if (rc == ZCONNECTIONLOSS || rc == ZSESSIONEXPIRED || rc == ZOPERATIONTIMEOUT || rc == ZCLOSING)
+		return;
+	log_warn("zookeeper: %s failed: %s; trying again in %d ms", what, zerror(rc), CLUSTER_RETRY_MS);
+	loop_timer_set(cl->loop, &cl->retry_timer, clock_mono_ms() + CLUSTER_RETRY_MS);
+}
+
+/* ---- the live-broker cache ---- */
+
+static int cluster_broker_cmp(const void *a, const void *b)
+{
+	const struct cluster_broker *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Logs the membership when it changed, then installs the listing's brokers. */
+static void cluster_publish(struct cluster *cl, struct cluster_listing *ls)
+{
+	bool same = ls->n == cl->nbrokers;
+	char ids[512];
+	size_t o = 0;
+
+	qsort(ls->brokers, (size_t)ls->n, sizeof(*ls->brokers), cluster_broker_cmp);
+	for (int i = 0; same && i < ls->n; i++)
+		same = !memcmp(&ls->brokers[i], &cl->brokers[i], sizeof(*ls->brokers));
+	free(cl->brokers);
+	cl->brokers = ls->brokers;
+	cl->nbrokers = ls->n;
+	ls->brokers = NULL;
+	if (same)
+		return;
+	ids[0] = '\0';
+	for (int i = 0; i < cl->nbrokers && o < sizeof(ids) - 16; i++)
+		o += (size_t)snprintf(ids + o, sizeof(ids) - o, "%s%d", i ? "," : "", cl->brokers[i].id);
+	log_info("live brokers: %s", cl->nbrokers ? ids : "none");
+}
+
+static void cluster_listing_end(struct cluster_listing *ls)
+{
+	if (--ls->pending)
+		return;
+	if (ls->seq == ls->cl->list_seq && !ls->failed)
+		cluster_publish(ls->cl, ls);
+	free(ls->brokers);
+	free(ls);
+}
+
+/*
+ * Reply to the read of one registration: a vanished one is left out, a
+ * malformed one logged and left out; any other failure voids the listing
+ * (the next connection lists again).
+ */
+struct cluster_broker_read {
+	struct cluster_listing *ls;
+	int32_t id;
+};
+
+static void cluster_on_broker(void *arg, const struct zk_reply *rep)
+{
+	struct cluster_broker_read *rd = arg;
+	struct cluster_listing *ls = rd->ls;
+	struct znode_broker zb;
+	const struct znode_endpoint *ep;
+
+	if (rep->rc == ZOK && rep->data_len >= 0 &&
+	    !znode_broker_decode(rep->data, (size_t)rep->data_len, rd->id, &zb) &&
+	    (ep = znode_broker_endpoint(&zb, ls->cl->cfg.client_listener))) {
+		struct cluster_broker *b = &ls->brokers[ls->n++];
+
+		memset(b, 0, sizeof(*b));
+		b->id = rd->id;
+		snprintf(b->host, sizeof(b->host), "%s", ep->host);
+		b->port = ep->port;
+		b->has_rack = zb.has_rack;
+		snprintf(b->rack, sizeof(b->rack), "%s", zb.rack);
+	} else if (rep->rc == ZOK) {
+		log_warn("%s/%d: not a broker registration with an endpoint; broker left out of Metadata",
+			 ZNODE_BROKER_IDS, rd->id);
+	} else if (rep->rc != ZNONODE) { /* ZNONODE: that broker left meanwhile */
+		ls->failed = true;
+	}
+	free(rd);
+	cluster_listing_end(ls);
+}
+
+/* Starts reading each child's registration. */
+static void cluster_listing_read(struct cluster_listing *ls, char **children, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct cluster_broker_read *rd = malloc(sizeof(*rd));
+		char path[128];
+		int err;
+
+		if (!rd || znode_broker_id_parse(children[i], &rd->id)) {
+			free(rd);
+			continue;
+		}
+		rd->ls = ls;
+		snprintf(path, sizeof(path), "%s/%d", ZNODE_BROKER_IDS, rd->id);
+		ls->pending++;
+		err = zk_get(ls->cl->zk, path, false, cluster_on_broker, rd);
+		if (err) {
+			free(rd);
+			ls->pending--;
+		}
+	}
+}
+
+static void cluster_on_children(void *arg, const struct zk_reply *rep)
+{
+	struct cluster *cl = arg;
+	struct cluster_listing *ls;
+
+	if (rep->rc != ZOK) {
+		cluster_step_failed(cl, "listing " ZNODE_BROKER_IDS, rep->rc);
+		return;
+	}
+	ls = calloc(1, sizeof(*ls));
+	if (ls)
+		ls->brokers = calloc((size_t)rep->nchildren + 1, sizeof(*ls->brokers));
+	if (!ls || !ls->brokers) {
+		free(ls);
+		log_error("listing %s: out of memory", ZNODE_BROKER_IDS);
+		return;
+	}
+	ls->cl = cl;
+	ls->seq = ++cl->list_seq;
+	ls->pending = 1; /* held until every read is queued */
+	cluster_listing_read(ls, rep->children, rep->nchildren);
+	cluster_listing_end(ls);
+}
+
+/* Lists /brokers/ids and leaves a child watch for the next change. */
+static void cluster_watch_brokers(struct cluster *cl)
+{
+	cluster_submitted(zk_children(cl->zk, ZNODE_BROKER_IDS, true, cluster_on_children, cl), "broker listing");
+}
+
+/* ---- registration ---- */
+
+static void cluster_registered_now(struct cluster *cl)
+{
+	if (cl->state != CL_REGISTERED)
+		log_info("registered as broker %d at %s in zookeeper %s (session 0x%llx)", cl->cfg.broker_id,
+			 cl->cfg.endpoints, zk_hosts(cl->zk), (unsigned long long)cl->session_id);
+	cluster_set_state(cl, CL_REGISTERED);
+	controller_session_start(&cl->ctl, cl->session_id);
+	cluster_watch_brokers(cl);
+}
+
+static void cluster_fatal(struct cluster *cl, int code)
+{
+	cluster_set_state(cl, CL_FATAL);
+	loop_timer_cancel(cl->loop, &cl->conn_timer);
+	loop_timer_cancel(cl->loop, &cl->retry_timer);
+	cl->cfg.on_fatal(cl->cfg.fatal_arg, code);
+}
+
+static void cluster_register(struct cluster *cl);
+
+/* Our registration already exists: ours from this session (a repeated step), or another broker's. */
+static void cluster_on_owner(void *arg, const struct zk_reply *rep)
+{
+	struct cluster *cl = arg;
+
+	if (rep->rc == ZNONODE) { /* its session just ended: try again */
+		cluster_register(cl);
+		return;
+	}
+	if (rep->rc != ZOK) {
+		cluster_step_failed(cl, "reading the broker registration", rep->rc);
+		return;
+	}
+	if (rep->ephemeral_owner == cl->session_id) {
+		cluster_registered_now(cl);
+		return;
+	}
+	log_error("broker.id %d is already registered in zookeeper %s by another live broker (%s held by session "
+		  "0x%llx, ours is 0x%llx): give each broker its own broker.id",
+		  cl->cfg.broker_id, zk_hosts(cl->zk), cl->broker_path, (unsigned long long)rep->ephemeral_owner,
+		  (unsigned long long)cl->session_id);
+	cluster_fatal(cl, 2);
+}
+
+static void cluster_on_registered(void *arg, const struct zk_reply *rep)
+{
+	struct cluster *cl = arg;
+
+	if (rep->rc == ZOK)
+		cluster_registered_now(cl);
+	else if (rep->rc == ZNODEEXISTS)
+		cluster_submitted(zk_get(cl->zk, cl->broker_path, false, cluster_on_owner, cl), "registration read");
+	else
+		cluster_step_failed(cl, "creating the broker registration", rep->rc);
+}
+
+static void cluster_register(struct cluster *cl)
+{
+	cluster_submitted(zk_create(cl->zk, cl->broker_path, cl->registration, (int)strlen(cl->registration), true,
+				    cluster_on_registered, cl),
+			  "broker registration");
+}
+
+static void cluster_read_id(struct cluster *cl);
+
+static void cluster_on_id_created(void *arg, const struct zk_reply *rep)
+{
+	struct cluster *cl = arg;
+
+	if (rep->rc == ZOK || rep->rc == ZNODEEXISTS)
+		cluster_read_id(cl); /* ours or the one another broker made first */
+	else
+		cluster_step_failed(cl, "creating " ZNODE_CLUSTER_ID, rep->rc);
+}
+
+/* /cluster/id is missing: the first broker of the cluster makes it. */
+static void cluster_create_id(struct cluster *cl)
+{
+	char id[UUID_B64_LEN + 1], *doc;
+	struct kuuid u;
+
+	uuid_random(&u);
+	uuid_to_b64(&u, id);
+	doc = znode_cluster_id_encode(id);
+	if (!doc) {
+		log_error("creating %s: out of memory", ZNODE_CLUSTER_ID);
+		return;
+	}
+	cluster_submitted(zk_create(cl->zk, ZNODE_CLUSTER_ID, doc, (int)strlen(doc), false, cluster_on_id_created, cl),
+			  "cluster id creation");
+	free(doc);
+}
+
+static void cluster_on_id(void *arg, const struct zk_reply *rep)
+{
+	struct cluster *cl = arg;
+	char id[sizeof(cl->cluster_id)];
+
+	if (rep->rc == ZNONODE) {
+		cluster_create_id(cl);
+		return;
+	}
+	if (rep->rc != ZOK) {
+		cluster_step_failed(cl, "reading " ZNODE_CLUSTER_ID, rep->rc);
+		return;
+	}
+	if (rep->data_len < 0 || znode_cluster_id_decode(rep->data, (size_t)rep->data_len, id, sizeof(id))) {
+		log_error("%s holds '%.*s', not Kafka's cluster id document; not registering", ZNODE_CLUSTER_ID,
+			  rep->data_len < 0 ? 0 : rep->data_len, rep->data ? rep->data : "");
+		cluster_fatal(cl, 1);
+		return;
+	}
+	if (strcmp(id, cl->cluster_id))
+		log_info("cluster id %s (from zookeeper %s)", id, zk_hosts(cl->zk));
+	snprintf(cl->cluster_id, sizeof(cl->cluster_id), "%s", id);
+	cluster_register(cl);
+}
+
+static void cluster_read_id(struct cluster *cl)
+{
+	cluster_submitted(zk_get(cl->zk, ZNODE_CLUSTER_ID, false, cluster_on_id, cl), "cluster id read");
+}
+
+static void cluster_on_paths(void *arg, const struct zk_reply *rep)
+{
+	struct cluster *cl = arg;
+
+	if (rep->rc != ZOK) {
+		cluster_step_failed(cl, "creating Kafka's persistent paths", rep->rc);
+		return;
+	}
+	cluster_read_id(cl);
+}
+
+/*
+ * The whole sequence, from the persistent paths on.  Requests of one
+ * session are answered in order, so only the last path's reply is waited
+ * for.  Every step may run again (a reconnect repeats it): each one is
+ * harmless to repeat.
+ */
+static void cluster_ignore(void *arg, const struct zk_reply *rep)
+{
+	(void)arg;
+	if (rep->rc != ZOK)
+		log_debug(LOGC_CLUSTER, "cluster", "persistent path: %s", zerror(rep->rc));
+}
+
+static void cluster_sequence(struct cluster *cl)
+{
+	int err = 0;
+
+	cluster_set_state(cl, cl->state == CL_REGISTERED ? CL_REGISTERED : CL_REGISTERING);
+	for (int i = 0; !err && znode_persistent_paths[i]; i++)
+		err = zk_ensure_path(cl->zk, znode_persistent_paths[i], cluster_ignore, cl);
+	if (!err)
+		err = zk_ensure_path(cl->zk, "/cluster", cluster_on_paths, cl);
+	cluster_submitted(err, "persistent paths");
+}
+
+/* ---- the session ---- */
+
+static void cluster_connect(struct cluster *cl);
+
+/* Gives the handle up (its session id is kept to resume) and tries again after the backoff. */
+static void cluster_retry_later(struct cluster *cl, const char *why)
+{
+	log_warn("%s; retrying in %d ms", why, cl->backoff_ms);
+	zk_close(cl->zk); /* the session may live on: the next handle resumes it, or learns it expired */
+	cluster_set_state(cl, CL_DOWN);
+	loop_timer_cancel(cl->loop, &cl->conn_timer);
+	loop_timer_set(cl->loop, &cl->retry_timer, clock_mono_ms() + cl->backoff_ms);
+	cl->backoff_ms = cl->backoff_ms * 2 > CLUSTER_BACKOFF_MS_MAX ? CLUSTER_BACKOFF_MS_MAX : cl->backoff_ms * 2;
+}
+
+static void cluster_on_conn_timer(struct loop_timer *t)
+{
+	struct cluster *cl = (struct cluster *)((char *)t - offsetof(struct cluster, conn_timer));
+	char why[512];
+
+	snprintf(why, sizeof(why), "cannot reach zookeeper at %s: no connection for %lld ms", zk_hosts(cl->zk),
+		 (long long)(clock_mono_ms() - cl->down_since_ms));
+	cluster_retry_later(cl, why);
+}
+
+static void cluster_on_retry_timer(struct loop_timer *t)
+{
+	struct cluster *cl = (struct cluster *)((char *)t - offsetof(struct cluster, retry_timer));
+
+	if (cl->state == CL_DOWN)
+		cluster_connect(cl);
+	else if (cl->state == CL_REGISTERING || cl->state == CL_REGISTERED)
+		cluster_sequence(cl);
+}
+
+/* Makes a handle (resuming the last session if there was one) and waits for it to connect. */
+static void cluster_connect(struct cluster *cl)
+{
+	char why[512];
+	int err = zk_open(cl->zk, true);
+
+	if (err) {
+		snprintf(why, sizeof(why), "cannot start a zookeeper session with %s: %s", zk_hosts(cl->zk),
+			 strerror(-err));
+		cluster_retry_later(cl, why);
+		return;
+	}
+	cluster_set_state(cl, CL_CONNECTING);
+	loop_timer_set(cl->loop, &cl->conn_timer, clock_mono_ms() + cl->cfg.connection_timeout_ms);
+}
+
+static void cluster_on_connected(struct cluster *cl, int64_t session_id)
+{
+	bool new_session = session_id != cl->session_id;
+
+	loop_timer_cancel(cl->loop, &cl->conn_timer);
+	loop_timer_cancel(cl->loop, &cl->retry_timer);
+	cl->backoff_ms = CLUSTER_BACKOFF_MS_MIN;
+	if (new_session)
+		log_info("connected to zookeeper %s (new session 0x%llx, timeout %d ms, asked %d)", zk_hosts(cl->zk),
+			 (unsigned long long)session_id, zk_session_timeout_ms(cl->zk), cl->cfg.session_timeout_ms);
+	else
+		log_info("reconnected to zookeeper %s after %lld ms (session 0x%llx)", zk_hosts(cl->zk),
+			 (long long)(clock_mono_ms() - cl->down_since_ms), (unsigned long long)session_id);
+	cl->session_id = session_id;
+	if (new_session && cl->state == CL_REGISTERED)
+		cluster_set_state(cl, CL_REGISTERING);
+	cluster_sequence(cl); /* also re-arms the watches and re-reads what may have changed meanwhile */
+}
+
+static void cluster_on_expired(struct cluster *cl)
+{
+	log_warn("zookeeper session 0x%llx expired (its registration and watches are gone); starting a new "
+		 "session and registering again",
+		 (unsigned long long)cl->session_id);
+	controller_session_lost(&cl->ctl);
+	zk_close(cl->zk);
+	zk_forget_session(cl->zk);
+	cluster_set_state(cl, CL_DOWN);
+	cl->down_since_ms = clock_mono_ms();
+	cluster_connect(cl);
+}
+
+static void cluster_on_event(void *arg, enum zk_event ev, const char *path, int64_t session_id)
+{
+	struct cluster *cl = arg;
+
+	if (cl->state == CL_FATAL)
+		return;
+	switch (ev) {
+	case ZK_EV_CONNECTED:
+		cluster_on_connected(cl, session_id);
+		break;
+	case ZK_EV_CONNECTING:
+		if (cl->state == CL_CONNECTING)
+			break; /* still trying: the connection timer is armed */
+		log_warn("lost the connection to zookeeper %s; reconnecting (session 0x%llx)", zk_hosts(cl->zk),
+			 (unsigned long long)cl->session_id);
+		cluster_set_state(cl, CL_CONNECTING);
+		cl->down_since_ms = clock_mono_ms();
+		loop_timer_set(cl->loop, &cl->conn_timer, clock_mono_ms() + cl->cfg.connection_timeout_ms);
+		break;
+	case ZK_EV_EXPIRED:
+		cluster_on_expired(cl);
+		break;
+	case ZK_EV_AUTH_FAILED:
+		cluster_retry_later(cl, "zookeeper authentication failed");
+		break;
+	case ZK_EV_CHILD:
+		if (path && !strcmp(path, ZNODE_BROKER_IDS))
+			cluster_watch_brokers(cl);
+		break;
+	case ZK_EV_CREATED:
+	case ZK_EV_DELETED:
+	case ZK_EV_CHANGED:
+		controller_on_event(&cl->ctl, ev, path);
+		break;
+	}
+}
+
+/* Our registration document, from the broker's endpoints. */
+static int cluster_registration(struct cluster *cl)
+{
+	struct znode_broker zb;
+
+	memset(&zb, 0, sizeof(zb));
+	zb.id = cl->cfg.broker_id;
+	zb.timestamp_ms = clock_wall_ms();
+	if (znode_endpoints_parse(&zb, cl->cfg.endpoints, cl->cfg.protocol_map) || !zb.nendpoints) {
+		log_error("cluster: cannot register the endpoints '%s' (expected NAME://host:port,...)",
+			  cl->cfg.endpoints);
+		return -EINVAL;
+	}
+	if (cl->cfg.rack && *cl->cfg.rack) {
+		if (strlen(cl->cfg.rack) >= sizeof(zb.rack)) {
+			log_error("broker.rack '%s' is too long (%zu characters at most)", cl->cfg.rack,
+				  sizeof(zb.rack) - 1);
+			return -EINVAL;
+		}
+		snprintf(zb.rack, sizeof(zb.rack), "%s", cl->cfg.rack);
+		zb.has_rack = true;
+	}
+	cl->registration = znode_broker_encode(&zb);
+	return cl->registration ? 0 : -ENOMEM;
+}
+
+int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct cluster **out)
+{
+	struct cluster *cl = calloc(1, sizeof(*cl));
+	int err;
+
+	if (!cl)
+		return -ENOMEM;
+	cl->cfg = *cfg;
+	cl->loop = loop;
+	cl->backoff_ms = CLUSTER_BACKOFF_MS_MIN;
+	cl->down_since_ms = clock_mono_ms();
+	snprintf(cl->broker_path, sizeof(cl->broker_path), "%s/%d", ZNODE_BROKER_IDS, cfg->broker_id);
+	loop_timer_init(&cl->conn_timer, cluster_on_conn_timer);
+	loop_timer_init(&cl->retry_timer, cluster_on_retry_timer);
+	err = cluster_registration(cl);
+	if (!err) {
+		err = zk_new(loop, cfg->zookeeper_connect, cfg->session_timeout_ms, cluster_on_event, cl, &cl->zk);
+		if (err)
+			log_error("zookeeper.connect '%s': %s", cfg->zookeeper_connect,
+				  err == -EINVAL ? "expected host:port[,host:port...][/chroot]" : strerror(-err));
+	}
+	if (err) {
+		free(cl->registration);
+		free(cl);
+		return err;
+	}
+	controller_init(&cl->ctl, cl->zk, cfg->broker_id);
+	log_info("cluster mode: broker %d joining through zookeeper %s", cfg->broker_id, cfg->zookeeper_connect);
+	cluster_connect(cl);
+	*out = cl;
+	return 0;
+}
+
+void cluster_stop(struct cluster *cl)
+{
+	if (!cl)
+		return;
+	loop_timer_cancel(cl->loop, &cl->conn_timer);
+	loop_timer_cancel(cl->loop, &cl->retry_timer);
+	zk_free(cl->zk); /* closes the session: our registration and /controller go at once */
+	free(cl->registration);
+	free(cl->brokers);
+	free(cl);
+}
+
+int cluster_brokers(const struct cluster *cl, const struct cluster_broker **out)
+{
+	*out = cl->brokers;
+	return cl->nbrokers;
+}
+
+int32_t cluster_controller_id(const struct cluster *cl)
+{
+	return cl->ctl.active_id;
+}
+
+const char *cluster_id(const struct cluster *cl)
+{
+	return cl->cluster_id;
+}
+
+bool cluster_registered(const struct cluster *cl)
+{
+	return cl->state == CL_REGISTERED;
+}

@@ -1,0 +1,72 @@
+/*
+ * cluster.h - this broker's membership in a ZooKeeper-mode cluster: the
+ * session, the registration under /brokers/ids, the cluster id, the
+ * controller (controller.h) and the metadata cache of live brokers that
+ * Metadata answers from.
+ *
+ * Start-up sequence, repeated on every (re)connected session so that a
+ * reconnect or a new session after expiry re-registers without a restart:
+ *
+ *   connect --> Kafka's persistent paths --> /cluster/id (read, or create)
+ *           --> /brokers/ids/<broker.id> (ephemeral) --> controller election
+ *           --> /brokers/ids children + each registration (watched)
+ *
+ * Failures: no connection within zookeeper.connection.timeout.ms -> a log
+ * line, the handle is given up and a new one tried after a backoff (1 s
+ * doubling to 30 s; a session that may still be valid is resumed); an
+ * expired session -> a new one at once, registered again; broker.id held
+ * by another live session -> an error line and on_fatal(arg, 2).
+ *
+ * Everything runs in the loop thread; nothing here blocks on the network.
+ */
+#ifndef GREGOR_CLUSTER_CLUSTER_H
+#define GREGOR_CLUSTER_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster/znode.h"
+
+struct loop;
+struct cluster;
+
+typedef void cluster_fatal_fn(void *arg, int exit_code);
+
+/* What the broker tells the cluster layer; strings are borrowed for the cluster's life. */
+struct cluster_cfg {
+	const char *zookeeper_connect; /* "host:port,...[/chroot]" */
+	int32_t session_timeout_ms;    /* zookeeper.session.timeout.ms */
+	int32_t connection_timeout_ms; /* zookeeper.connection.timeout.ms */
+	int32_t broker_id;
+	const char *rack;            /* broker.rack, NULL for none */
+	const char *endpoints;       /* "NAME://host:port,...": advertised, hosts and ports resolved */
+	const char *protocol_map;    /* listener.security.protocol.map */
+	const char *client_listener; /* listener whose endpoint Metadata reports for each broker */
+	cluster_fatal_fn *on_fatal;  /* the broker must stop with this exit status */
+	void *fatal_arg;
+};
+
+/* One live broker as Metadata reports it. */
+struct cluster_broker {
+	int32_t id;
+	char host[ZNODE_HOST_MAX];
+	int32_t port;
+	char rack[ZNODE_NAME_MAX];
+	bool has_rack;
+};
+
+/* Validates cfg (endpoints, chroot) and starts connecting.  0 or -EINVAL/-ENOMEM (logged). */
+int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct cluster **out);
+/* Closes the session (the registration and, if held, /controller vanish at once) and frees cl. */
+void cluster_stop(struct cluster *cl);
+
+/* Live brokers sorted by id, as last read from /brokers/ids; 0 before the first read. */
+int cluster_brokers(const struct cluster *cl, const struct cluster_broker **out);
+/* The controller's broker id, -1 while unknown or vacant. */
+int32_t cluster_controller_id(const struct cluster *cl);
+/* /cluster/id, "" until read. */
+const char *cluster_id(const struct cluster *cl);
+/* Registered under /brokers/ids in the current session. */
+bool cluster_registered(const struct cluster *cl);
+
+#endif

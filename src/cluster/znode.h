@@ -1,0 +1,85 @@
+/*
+ * znode.h - Kafka's znode paths and the JSON documents they hold
+ * (ZooKeeper mode, as Kafka 2.8/3.x writes them), encoded and decoded with
+ * jansson.  Pure functions: no ZooKeeper, no I/O, unit-tested on their own.
+ *
+ *   /cluster/id              {"version":"1","id":"<22-char base64url uuid>"}
+ *   /brokers/ids/<id>        ephemeral, version 5:
+ *                            {"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},
+ *                             "endpoints":["PLAINTEXT://host:9092"],"rack":"r1","jmx_port":-1,
+ *                             "host":"host","port":9092,"timestamp":"1700000000000","version":5}
+ *                            host/port: those of the PLAINTEXT endpoint (null/-1 without one);
+ *                            rack only when broker.rack is set
+ *   /controller              ephemeral {"version":1,"brokerid":1,"timestamp":"1700000000000"}
+ *   /controller_epoch        the epoch as decimal text, "1" after the first election
+ *   ZNODE_PERSISTENT_PATHS   created (null data) at start-up, as Kafka does
+ *
+ * Decoders never trust the bytes: anything malformed is -EBADMSG, never an
+ * assertion, since another (possibly newer or foreign) broker wrote them.
+ */
+#ifndef GREGOR_CLUSTER_ZNODE_H
+#define GREGOR_CLUSTER_ZNODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZNODE_CLUSTER_ID "/cluster/id"
+#define ZNODE_BROKER_IDS "/brokers/ids"
+#define ZNODE_CONTROLLER "/controller"
+#define ZNODE_CONTROLLER_EPOCH "/controller_epoch"
+
+/* Kafka's persistent paths (ZkData's PersistentZkPaths), made at start-up; NULL-terminated. */
+extern const char *const znode_persistent_paths[];
+
+#define ZNODE_HOST_MAX 256
+#define ZNODE_NAME_MAX 64
+#define ZNODE_ENDPOINTS_MAX 8
+
+struct znode_endpoint {
+	char listener[ZNODE_NAME_MAX]; /* listener name: PLAINTEXT, INTERNAL, ... */
+	char protocol[ZNODE_NAME_MAX]; /* security protocol: PLAINTEXT, SSL, ... */
+	char host[ZNODE_HOST_MAX];
+	int32_t port;
+};
+
+/* A broker's registration (/brokers/ids/<id>). */
+struct znode_broker {
+	int32_t id;
+	int32_t version; /* of the document: 5 when we write it */
+	int64_t timestamp_ms;
+	char rack[ZNODE_NAME_MAX];
+	bool has_rack;
+	int nendpoints;
+	struct znode_endpoint endpoints[ZNODE_ENDPOINTS_MAX];
+};
+
+/*
+ * Fills zb's endpoints from a listener list ("NAME://host:port,...", as
+ * advertised.listeners) and listener.security.protocol.map ("NAME:PROTO,...");
+ * a name missing from the map is its own protocol (PLAINTEXT, SSL, ...).
+ * Returns 0 or -EINVAL (unparsable entry, too many, duplicate name).
+ */
+int znode_endpoints_parse(struct znode_broker *zb, const char *listeners, const char *protocol_map);
+/* The endpoint of listener (NULL or not found: the first); NULL if zb has none. */
+const struct znode_endpoint *znode_broker_endpoint(const struct znode_broker *zb, const char *listener);
+
+/* Version 5 JSON; malloc'd, the caller frees; NULL when out of memory. */
+char *znode_broker_encode(const struct znode_broker *zb);
+/* Any version Kafka wrote (1-5); id comes from the path, not the document.  0 or -EBADMSG. */
+int znode_broker_decode(const char *json, size_t len, int32_t id, struct znode_broker *out);
+
+char *znode_controller_encode(int32_t broker_id, int64_t timestamp_ms);
+int znode_controller_decode(const char *json, size_t len, int32_t *broker_id);
+
+char *znode_cluster_id_encode(const char *cluster_id);
+/* OUT: id, NUL-terminated; -EBADMSG also when it does not fit idlen. */
+int znode_cluster_id_decode(const char *json, size_t len, char *id, size_t idlen);
+
+/* /controller_epoch: plain decimal, 0 .. INT32_MAX.  0 or -EBADMSG. */
+int znode_epoch_decode(const char *text, size_t len, int32_t *epoch);
+
+/* Parses a child name of /brokers/ids as a broker id.  0 or -EINVAL. */
+int znode_broker_id_parse(const char *name, int32_t *id);
+
+#endif

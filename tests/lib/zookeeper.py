@@ -1,0 +1,137 @@
+"""ZooKeeper for the cluster-mode tests: Debian's server on a free loopback port.
+
+    from zookeeper import ZooKeeper, cluster_brokers
+
+    with ZooKeeper() as zk:                      # zk.connect == "127.0.0.1:PORT"
+        brokers = cluster_brokers(zk.connect, [1, 2, 3], chroot="/gregor")
+        zk.client().get("/gregor/brokers/ids/1")  # kazoo (python3-kazoo)
+        zk.stop(); zk.start()                    # same port and data dir: znodes and sessions kept
+
+The server is mk/zookeeper.sh (Debian's zookeeper package run by java in the
+foreground with its own zoo.cfg and data dir under the test's temp dir; never
+the system service).  Only the pid started here is ever signalled, with
+PR_SET_PDEATHSIG so it dies with the test.  Its log goes to <tmp>/zookeeper.log
+and is printed when the test fails.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import gregor
+from gregor import Broker, free_port
+
+START_TIMEOUT_S = 30.0
+
+
+class ZooKeeper:
+    def __init__(self, name=None):
+        self.name = name or os.path.splitext(os.path.basename(sys.argv[0] or "test"))[0]
+        self.tmp = tempfile.mkdtemp(prefix="gregor-itest-%s-zk-" % self.name)
+        self.port = free_port()
+        self.connect = "127.0.0.1:%d" % self.port
+        self.log_path = os.path.join(self.tmp, "zookeeper.log")
+        self.proc = None
+        self._clients = []
+
+    def start(self):
+        """Start the server and wait (bounded) until a client session can be made."""
+        script = os.path.join(gregor.REPO_ROOT, "mk", "zookeeper.sh")
+        with open(self.log_path, "a") as log:
+            log.write("=== gregor-itest: starting zookeeper on %s\n" % self.connect)
+            log.flush()
+            self.proc = subprocess.Popen(["sh", script, self.tmp, str(self.port)], stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=log, preexec_fn=gregor._set_pdeathsig)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("zookeeper exited with %d during start-up\n%s"
+                                     % (self.proc.returncode, self.log_tail()))
+            if self._ruok():
+                return self
+            time.sleep(0.1)
+        raise AssertionError("zookeeper not serving on %s within %.0fs\n%s"
+                             % (self.connect, START_TIMEOUT_S, self.log_tail()))
+
+    def _ruok(self):
+        import socket
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                s.sendall(b"ruok")
+                return s.recv(16) == b"imok"
+        except OSError:
+            return False
+
+    def stop(self):
+        """SIGTERM to the server's pid and wait (bounded)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    def client(self, timeout_s=10):
+        """A started kazoo client (stopped at cleanup)."""
+        from kazoo.client import KazooClient
+        c = KazooClient(hosts=self.connect, timeout=timeout_s)
+        c.start(timeout=timeout_s)
+        self._clients.append(c)
+        return c
+
+    def log_tail(self, max_lines=60):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            lines = []
+        return "\n".join(["--- zookeeper log %s ---" % self.log_path] + lines[-max_lines:]
+                         + ["--- end of zookeeper log ---"])
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb):
+        for c in self._clients:
+            try:
+                c.stop()
+                c.close()
+            except Exception:
+                pass
+        self.stop()
+        if exc_type is not None:
+            sys.stderr.write(self.log_tail() + "\n")
+            sys.stderr.write("gregor-itest: kept %s\n" % self.tmp)
+        elif os.environ.get("GREGOR_KEEP") != "1":
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        return False
+
+
+def cluster_broker(connect, broker_id, chroot="", start=True, **overrides):
+    """One broker joining the cluster at zookeeper.connect=connect+chroot (started unless
+    start=False); overrides use Kafka's names with '_' for '.' (zookeeper_session_timeout_ms=3000)."""
+    ov = {"broker.id": str(broker_id), "zookeeper.connect": connect + chroot}
+    ov.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
+    b = Broker(overrides=ov, name="%s-b%d" % (os.path.splitext(os.path.basename(sys.argv[0] or "test"))[0],
+                                              broker_id), start=False)
+    if start:
+        b.start()
+    return b
+
+
+def cluster_brokers(connect, ids, chroot="", **overrides):
+    """Starts one broker per id (each on its own free port and data dir)."""
+    return [cluster_broker(connect, i, chroot, **overrides) for i in ids]
+
+
+def cpu_seconds(pid):
+    """User + system CPU time a process has used so far (from /proc)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
