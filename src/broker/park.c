@@ -20,6 +20,7 @@ struct park_entry {
 
 /* Parked requests, in ticket order (tickets only grow). */
 static struct park_entry *park_head, *park_tail;
+static uint64_t park_released; /* answered by park_on_synced: requests that waited for a round */
 
 bool park_sync_on_ack(const struct broker_cfg *cfg)
 {
@@ -96,10 +97,16 @@ void park_on_synced(struct broker *b)
 		struct park_entry *e = park_head;
 
 		park_unlink(NULL, e);
+		park_released++;
 		if (syncer_failed(b->syncer, e->rq->park_ticket) && e->fail)
 			e->fail(e->rq);
 		req_reply(e->rq);
 	}
+}
+
+uint64_t park_answered(void)
+{
+	return park_released;
 }
 
 void park_drop(void)
