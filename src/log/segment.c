@@ -494,9 +494,13 @@ int seg_truncate_bytes(struct seg *seg, int64_t pos)
 
 void seg_preallocate(struct seg *seg, int64_t bytes)
 {
-	if (seg->size >= bytes || fallocate(seg->log->fd, 0, 0, (off_t)bytes) < 0)
-		return; /* EOPNOTSUPP, ENOSPC: the file grows as it is written */
-	seg->preallocated = true;
+	if (seg->size >= bytes)
+		return;
+	if (fallocate(seg->log->fd, 0, 0, (off_t)bytes) == 0)
+		seg->preallocated = true;
+	else if (errno != EOPNOTSUPP) /* ENOSPC may leave part of it allocated, the length grown: seg_trim cuts it */
+		seg->preallocated = true;
+	/* else the file grows as it is written */
 }
 
 int seg_trim(struct seg *seg)

@@ -23,12 +23,11 @@ start.
 """
 
 import os
-import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from gregor import Broker, check, eq, log, main  # noqa: E402
-from syncshim import SyncShim, read_values  # noqa: E402
+from syncshim import SyncShim, log_batches, read_values  # noqa: E402
 
 from confluent_kafka import Producer  # noqa: E402
 
@@ -37,20 +36,6 @@ SEG = 65536
 N = 100
 EXTRA = 20
 VALUE = b"v" * 1500
-
-
-def batches(path):
-    """(position, base offset, size) of each batch in a .log, up to the first header of zeros or the end."""
-    with open(path, "rb") as f:
-        data = f.read()
-    out, pos = [], 0
-    while pos + 12 <= len(data):
-        base, length = struct.unpack(">qi", data[pos:pos + 12])
-        if length <= 0:
-            break
-        out.append((pos, base, 12 + length))
-        pos += 12 + length
-    return out, len(data)
 
 
 def logs(b):
@@ -73,16 +58,16 @@ def produce(b, acks, start, count, value=VALUE):
 def check_lengths(b, active_len, what):
     files = logs(b)
     for path in files[:-1]:
-        bs, size = batches(path)
+        bs, size = log_batches(path)
         eq(size, sum(x[2] for x in bs), "%s: sealed %s is as long as its batches" % (what, os.path.basename(path)))
-    bs, size = batches(files[-1])
+    bs, size = log_batches(files[-1])
     eq(size, active_len if active_len is not None else sum(x[2] for x in bs), "%s: active .log length" % what)
     return files
 
 
 def power_cut(path, durable_end):
     """The first batch at or past durable_end keeps 20 bytes (torn), zeros after, same file length."""
-    bs, size = batches(path)
+    bs, size = log_batches(path)
     first = [x for x in bs if x[1] >= durable_end][0]
     with open(path, "r+b") as f:
         f.seek(first[0] + 20)
@@ -115,7 +100,7 @@ def test():
         produce(b, "all", N + 5, 1)
         b.stop()
         check_lengths(b, None, "stopped")
-        eq(sum(len(batches(p)[0]) for p in logs(b)), N + 6, "batches on disk after the clean stop")
+        eq(sum(len(log_batches(p)[0]) for p in logs(b)), N + 6, "batches on disk after the clean stop")
 
 
 main(test)
