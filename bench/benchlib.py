@@ -179,18 +179,20 @@ class Gregor:
 
 
 SYNC_RE = re.compile(r"sync rounds: (\d+), partitions synced (\d+) \(at most (\d+) in a round\), ([\d.]+) ms syncing, "
-                     r"(\d+) answers waited for a round")
+                     r"(\d+) answers waited for a round \([\d.]+ per round, ([\d.]+) us on average\)")
 
 
 def sync_stats(log_path):
-    """The broker's shutdown line on group commit (server.c): rounds, partition syncs, ms syncing, answers."""
+    """The broker's shutdown line on group commit (server.c): rounds, partition syncs, ms syncing, answers
+    and their mean wait for a round."""
     try:
         with open(log_path) as f:
             for line in f:
                 m = SYNC_RE.search(line)
                 if m:
                     return {"rounds": int(m.group(1)), "part_syncs": int(m.group(2)), "max_parts": int(m.group(3)),
-                            "sync_ms": float(m.group(4)), "answers": int(m.group(5))}
+                            "sync_ms": float(m.group(4)), "answers": int(m.group(5)),
+                            "wait_us": float(m.group(6))}
     except OSError:
         pass
     return None

@@ -495,14 +495,15 @@ int server_run(struct broker *b)
 static void server_log_sync_stats(struct broker *b)
 {
 	struct syncer_stats st;
-	uint64_t answered = park_answered();
+	uint64_t wait_us, answered = park_answered(&wait_us);
 
 	syncer_stats(b->syncer, &st);
 	log_info("sync rounds: %llu, partitions synced %llu (at most %llu in a round), %.1f ms syncing, "
-		 "%llu answers waited for a round (%.2f per round)",
+		 "%llu answers waited for a round (%.2f per round, %.0f us on average)",
 		 (unsigned long long)st.rounds, (unsigned long long)st.part_syncs, (unsigned long long)st.max_parts,
 		 (double)st.busy_us / 1000.0, (unsigned long long)answered,
-		 st.rounds ? (double)answered / (double)st.rounds : 0.0);
+		 st.rounds ? (double)answered / (double)st.rounds : 0.0,
+		 answered ? (double)wait_us / (double)answered : 0.0);
 }
 
 void server_stop(struct broker *b)
