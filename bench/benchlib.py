@@ -165,6 +165,7 @@ class Gregor:
         return 1
 
     def stop(self):
+        """Stops the broker; self.sync_stats then holds its shutdown line's group-commit figures (or None)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -173,7 +174,28 @@ class Gregor:
                 self.proc.kill()
                 self.proc.wait()
         self.logf.close()
+        self.sync_stats = sync_stats(self.log_path)
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+SYNC_RE = re.compile(r"sync rounds: (\d+), partitions synced (\d+) \(at most (\d+) in a round\), ([\d.]+) ms syncing, "
+                     r"(\d+) answers waited for a round \([\d.]+ per round, ([\d.]+) us on average\)")
+
+
+def sync_stats(log_path):
+    """The broker's shutdown line on group commit (server.c): rounds, partition syncs, ms syncing, answers
+    and their mean wait for a round."""
+    try:
+        with open(log_path) as f:
+            for line in f:
+                m = SYNC_RE.search(line)
+                if m:
+                    return {"rounds": int(m.group(1)), "part_syncs": int(m.group(2)), "max_parts": int(m.group(3)),
+                            "sync_ms": float(m.group(4)), "answers": int(m.group(5)),
+                            "wait_us": float(m.group(6))}
+    except OSError:
+        pass
+    return None
 
 
 class Mock:

@@ -159,8 +159,8 @@ static const struct conf_def defs[] = {
 	    "Default of the topic key `file.delete.delay.ms` (how long a deleted topic's `*-delete` directories "
 	    "and deleted segments' `*.deleted` files stay before removal), and the delay for `*-delete` "
 	    "directories found at start-up (`*.deleted` files found then go at once)."),
-	ENUM("log.preallocate", log_preallocate, "false", "false", true,
-	     "Not supported: only `false` is accepted (segment files grow as they are written)."),
+	ENUM("log.preallocate", log_preallocate, "false|true", "false", true,
+	     "Default topic `preallocate`: allocate each new active segment file to `segment.bytes` at creation."),
 	ENUM("log.cleanup.policy", log_cleanup_policy, CONFIG_CLEANUP_VALUES, "delete", true,
 	     "Default topic `cleanup.policy`."),
 	BOOL("log.cleaner.enable", log_cleaner_enable, "true", false,

@@ -126,7 +126,7 @@ struct broker_cfg {
 	int32_t log_index_size_max_bytes;
 	int64_t log_segment_delete_delay_ms;
 	int32_t log_segment_fd_cache_size;
-	int log_preallocate;    /* 0: "false", the only value accepted */
+	int log_preallocate;    /* 0: "false", 1: "true" */
 	int log_cleanup_policy; /* CONFIG_CLEANUP_* */
 	bool log_cleaner_enable;
 	int32_t log_cleaner_threads; /* 1: the only value accepted */

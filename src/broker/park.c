@@ -15,11 +15,14 @@ struct park_entry {
 	struct req *rq;
 	park_fail_fn *fail;
 	park_fail_fn *timed_out; /* NULL: waits for its round however long it takes */
+	int64_t parked_us;       /* when it was parked (park_waited_us) */
 	struct park_entry *next;
 };
 
 /* Parked requests, in ticket order (tickets only grow). */
 static struct park_entry *park_head, *park_tail;
+static uint64_t park_released; /* answered by park_on_synced: requests that waited for a round */
+static uint64_t park_wait_us;  /* their waits, summed */
 
 bool park_sync_on_ack(const struct broker_cfg *cfg)
 {
@@ -70,6 +73,7 @@ int park_until_synced_within(struct req *rq, uint64_t ticket, park_fail_fn *fail
 	e->rq = rq;
 	e->fail = fail;
 	e->timed_out = timeout_ms > 0 ? timed_out : NULL;
+	e->parked_us = clock_mono_us();
 	rq->park_ticket = ticket;
 	if (park_tail)
 		park_tail->next = e;
@@ -96,10 +100,18 @@ void park_on_synced(struct broker *b)
 		struct park_entry *e = park_head;
 
 		park_unlink(NULL, e);
+		park_released++;
+		park_wait_us += (uint64_t)(clock_mono_us() - e->parked_us);
 		if (syncer_failed(b->syncer, e->rq->park_ticket) && e->fail)
 			e->fail(e->rq);
 		req_reply(e->rq);
 	}
+}
+
+uint64_t park_answered(uint64_t *wait_us)
+{
+	*wait_us = park_wait_us;
+	return park_released;
 }
 
 void park_drop(void)

@@ -44,6 +44,8 @@ int park_until_synced_within(struct req *rq, uint64_t ticket, park_fail_fn *fail
 
 /* Replies to every parked request whose round is done (the loop's wake-up). */
 void park_on_synced(struct broker *b);
+/* Requests answered once their round was done, since start-up (answers per sync round); *wait_us their waits summed. */
+uint64_t park_answered(uint64_t *wait_us);
 /* Frees parked requests without replying (shutdown: their connections are gone). */
 void park_drop(void);
 

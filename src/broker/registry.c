@@ -405,6 +405,7 @@ static void registry_part_cfg(const struct registry *reg, const struct topic_cfg
 	pc->producer_id_expiration_ms = reg->cfg->producer_id_expiration_ms;
 	pc->hw_on_sync = park_sync_on_ack(reg->cfg);
 	pc->segment_bytes = tc->segment_bytes;
+	pc->preallocate = tc->preallocate == 1;
 	pc->segment_ms = tc->segment_ms;
 	pc->segment_jitter_ms = tc->segment_jitter_ms;
 	pc->retention_ms = tc->retention_ms;

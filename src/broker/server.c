@@ -537,6 +537,21 @@ int server_run(struct broker *b)
 	return loop_run(b->loop);
 }
 
+/* One line of what group commit achieved (bench/compare reads it: answers per round). */
+static void server_log_sync_stats(struct broker *b)
+{
+	struct syncer_stats st;
+	uint64_t wait_us, answered = park_answered(&wait_us);
+
+	syncer_stats(b->syncer, &st);
+	log_info("sync rounds: %llu, partitions synced %llu (at most %llu in a round), %.1f ms syncing, "
+		 "%llu answers waited for a round (%.2f per round, %.0f us on average)",
+		 (unsigned long long)st.rounds, (unsigned long long)st.part_syncs, (unsigned long long)st.max_parts,
+		 (double)st.busy_us / 1000.0, (unsigned long long)answered,
+		 st.rounds ? (double)answered / (double)st.rounds : 0.0,
+		 answered ? (double)wait_us / (double)answered : 0.0);
+}
+
 void server_stop(struct broker *b)
 {
 	int64_t t0 = clock_mono_ms();
@@ -549,9 +564,10 @@ void server_stop(struct broker *b)
 	fetch_wake(b);            /* parked fetches see their connection closed */
 	cleaner_stop(b->cleaner); /* a pass in progress is cancelled */
 	creator_stop(b->creator); /* a round under way is finished, the rest cancelled */
-	syncer_stop(b->syncer);   /* syncs what is still dirty */
-	park_drop();              /* their connections are gone */
-	groups_stop(b);           /* answers parked JoinGroup/SyncGroup */
+	server_log_sync_stats(b);
+	syncer_stop(b->syncer); /* syncs what is still dirty */
+	park_drop();            /* their connections are gone */
+	groups_stop(b);         /* answers parked JoinGroup/SyncGroup */
 	txns_stop(b);
 	conn_reap();
 	fetch_sessions_stop(b); /* after the last parked fetch is answered */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "log/partition.h"
+#include "util/clock.h"
 #include "util/durable.h"
 #include "util/log.h"
 
@@ -38,8 +39,9 @@ struct syncer {
 	uint64_t done_round;   /* read by the loop without the lock */
 	uint64_t failed_round; /* first round with a failed sync (0 = none): all later ones fail too */
 	bool stop;
-	bool kick;               /* dirty work marked since the last syncer_kick (mu; also read without it) */
-	syncer_fail_fn *on_fail; /* called once, from this thread, at the first failure */
+	bool kick;                 /* dirty work marked since the last syncer_kick (mu; also read without it) */
+	struct syncer_stats stats; /* mu */
+	syncer_fail_fn *on_fail;   /* called once, from this thread, at the first failure */
 	void *fail_arg;
 };
 
@@ -111,6 +113,16 @@ static void syncer_keep_synced(struct syncer *s)
 	s->nbusy = 0;
 }
 
+/* Adds the finished round to the stats (mu held). */
+static void syncer_count(struct syncer *s, int64_t us)
+{
+	s->stats.rounds++;
+	s->stats.part_syncs += (uint64_t)s->nbusy;
+	s->stats.busy_us += us > 0 ? (uint64_t)us : 0;
+	if ((uint64_t)s->nbusy > s->stats.max_parts)
+		s->stats.max_parts = (uint64_t)s->nbusy;
+}
+
 static void *syncer_main(void *arg)
 {
 	struct syncer *s = arg;
@@ -118,6 +130,7 @@ static void *syncer_main(void *arg)
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
 		uint64_t round;
+		int64_t t0;
 		int failed;
 		bool broken;
 
@@ -134,8 +147,10 @@ static void *syncer_main(void *arg)
 		syncer_mark_all(s->busy, s->nbusy, SYNCER_DIRTY, SYNCER_PENDING);
 		broken = s->failed_round != 0 || durable_failed(); /* a sync outside the rounds failed */
 		pthread_mutex_unlock(&s->mu);
+		t0 = clock_mono_us();
 		failed = syncer_round(s, s->busy, s->nbusy, broken);
 		pthread_mutex_lock(&s->mu);
+		syncer_count(s, clock_mono_us() - t0);
 		syncer_mark_all(s->busy, s->nbusy, SYNCER_PENDING, SYNCER_IDLE); /* a failed round stops early */
 		syncer_keep_synced(s);
 		if (failed && !s->failed_round)
@@ -219,6 +234,13 @@ void syncer_kick(struct syncer *s)
 	pthread_mutex_lock(&s->mu);
 	s->kick = false;
 	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void syncer_stats(struct syncer *s, struct syncer_stats *out)
+{
+	pthread_mutex_lock(&s->mu);
+	*out = s->stats;
 	pthread_mutex_unlock(&s->mu);
 }
 

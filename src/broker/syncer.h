@@ -58,6 +58,14 @@ bool syncer_failed(struct syncer *s, uint64_t ticket);
  * are woken when their high watermark moves.
  */
 void syncer_take_synced(struct syncer *s, void (*fn)(const struct part *part));
+/* What the flusher did since it started (the shutdown log line, bench/compare). */
+struct syncer_stats {
+	uint64_t rounds;     /* rounds completed */
+	uint64_t part_syncs; /* partitions synced, over all rounds */
+	uint64_t busy_us;    /* time spent in rounds */
+	uint64_t max_parts;  /* the largest round, in partitions */
+};
+void syncer_stats(struct syncer *s, struct syncer_stats *out);
 /* Forgets part (it is being closed or deleted); waits if it is being synced. */
 void syncer_forget(struct syncer *s, struct part *part);
 

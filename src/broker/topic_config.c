@@ -106,9 +106,10 @@ static const struct conf_def defs[] = {
 	    "Replicas that must have an acks=all batch: above 1 an acks=all produce fails with NOT_ENOUGH_REPLICAS "
 	    "on a single node (Kafka's check against the in-sync replica set); acks=0/1 are not affected. "
 	    "Default: `min.insync.replicas`."),
-	ENUM("preallocate", preallocate, "false", "false",
-	     "Not supported: only `false` is accepted (segment files grow as they are written; `true` is refused "
-	     "with INVALID_CONFIG). Default: `log.preallocate`."),
+	ENUM("preallocate", preallocate, "false|true", "false",
+	     "`true`: each new active segment file is allocated to `segment.bytes` when it is created (fallocate), "
+	     "and cut back to its data when it rolls, at shutdown and at recovery (which reads the zero tail as "
+	     "the end of the log). Default: `log.preallocate`."),
 	BOOL("remote.storage.enable", remote_storage_enable, "false", "Accepted, no effect (tiered storage)."),
 	I64("retention.bytes", retention_bytes, -1, I64MAX, "-1",
 	    "Largest partition size before old segments are deleted; -1 no limit. Default: `log.retention.bytes`."),

@@ -56,7 +56,7 @@ struct topic_cfg {
 	char *min_cleanable_dirty_ratio; /* a double, kept as text */
 	int64_t min_compaction_lag_ms;
 	int32_t min_insync_replicas;
-	int preallocate; /* 0: "false", the only value accepted */
+	int preallocate; /* 0: "false", 1: "true" */
 	bool remote_storage_enable;
 	int64_t retention_bytes; /* -1 = no size limit */
 	int64_t retention_ms;    /* -1 = forever */

@@ -550,6 +550,8 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
 	if (rc)
 		goto out_free;
 	part_remove_orphans(part);
+	if (part->cfg.preallocate) /* after recovery cut any zero tail off */
+		seg_preallocate(part_active(part), part->cfg.segment_bytes);
 	part->leo = part->hw = part_active(part)->next_offset;
 	part->log_start_offset = part->segs[0]->base_offset;
 	if (log_start > part->log_start_offset)
@@ -573,12 +575,30 @@ out_free:
 	return rc;
 }
 
+/*
+ * Cuts a preallocated active .log back to its data before it is sealed,
+ * and syncs the new length at once: start-up trusts a sealed segment's
+ * file length (seg_open_sealed) once the recovery point is past it, and
+ * the point may already be there.  Once per segment.bytes, with preallocate.
+ */
+static int part_trim_active(struct part *part)
+{
+	struct seg *seg = part_active(part);
+	int rc = seg_trim(seg);
+
+	if (rc == 1)
+		rc = durable_fdatasync(seg->log->fd);
+	return rc;
+}
+
 int part_close(struct part *part)
 {
 	int rc;
 
 	seg_seal(part_active(part));
-	rc = part_sync(part);
+	rc = part_trim_active(part);
+	if (!rc)
+		rc = part_sync(part);
 	if (!rc) /* part_sync leaves the active segment's indexes out */
 		rc = idxfile_sync(&part_active(part)->oi.f, durable_fdatasync);
 	if (!rc)
@@ -648,9 +668,13 @@ static int part_roll(struct part *part)
 	int rc;
 
 	seg_seal(part_active(part));
-	rc = seg_open(part->dir, part->leo, true, part->cfg.segment_index_bytes, &seg);
+	rc = part_trim_active(part);
+	if (!rc)
+		rc = seg_open(part->dir, part->leo, true, part->cfg.segment_index_bytes, &seg);
 	if (rc)
 		return rc;
+	if (part->cfg.preallocate)
+		seg_preallocate(seg, part->cfg.segment_bytes);
 	rc = part_push_seg(part, seg);
 	if (rc) {
 		seg_unlink(seg);

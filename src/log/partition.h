@@ -34,6 +34,7 @@
 
 struct part_cfg {
 	int64_t segment_bytes;             /* segment.bytes, default 1 GiB */
+	bool preallocate;                  /* preallocate: the active .log is allocated to segment_bytes */
 	int64_t segment_ms;                /* segment.ms, default 7 days */
 	int64_t segment_jitter_ms;         /* segment.jitter.ms, default 0 */
 	int64_t retention_ms;              /* retention.ms, -1 = unlimited */

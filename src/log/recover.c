@@ -58,8 +58,12 @@ int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t
 	if (rc != -EBADMSG)
 		return rc;
 	*truncated = fsize - it.pos;
-	log_warn("log: '%s.log' position %" PRId64 ": %s, truncating %" PRId64 " bytes", seg->path, it.pos,
-		 it.why ? it.why : "corrupt", *truncated);
+	if (it.why == seg_zero_tail) /* not damage: where the data ends */
+		log_info("log: '%s.log' position %" PRId64 ": %s, truncating %" PRId64 " bytes", seg->path, it.pos,
+			 it.why, *truncated);
+	else
+		log_warn("log: '%s.log' position %" PRId64 ": %s, truncating %" PRId64 " bytes", seg->path, it.pos,
+			 it.why ? it.why : "corrupt", *truncated);
 	return seg_truncate_bytes(seg, it.pos);
 }
 

@@ -330,6 +330,8 @@ int seg_append(struct seg *seg, const uint8_t *blob, size_t len, int32_t index_i
 		if (ftruncate(seg->log->fd, (off_t)pos) < 0)
 			log_error("log: cannot truncate '%s.log' back to %" PRId64 ": %s (the next append overwrites)",
 				  seg->path, pos, strerror(errno));
+		else
+			seg->preallocated = false;
 		return rc;
 	}
 	while (off < len) {
@@ -417,6 +419,17 @@ static int iter_crc(struct seg_iter *it, const struct batch_hdr *h)
 	return 0;
 }
 
+const char seg_zero_tail[] = "zeros (the unwritten part of a preallocated file)";
+
+/* A header of zeros: the never-written space of a preallocated .log (or a hole a crash left). */
+static bool seg_zeros(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
 int seg_iter_next(struct seg_iter *it, struct batch_hdr *h)
 {
 	int64_t left = it->end - it->pos;
@@ -431,7 +444,7 @@ int seg_iter_next(struct seg_iter *it, struct batch_hdr *h)
 	rc = iter_window(it, it->pos, RECORDS_HDR_SIZE, &p);
 	if (rc)
 		return rc;
-	it->why = "invalid batch header";
+	it->why = seg_zeros(p, RECORDS_HDR_SIZE) ? seg_zero_tail : "invalid batch header";
 	if (records_hdr_parse(p, RECORDS_HDR_SIZE, h))
 		return -EBADMSG;
 	it->why = "torn batch";
@@ -475,7 +488,29 @@ int seg_truncate_bytes(struct seg *seg, int64_t pos)
 	if (ftruncate(seg->log->fd, (off_t)pos) < 0)
 		return -errno;
 	seg->size = pos;
+	seg->preallocated = false;
 	return 0;
+}
+
+void seg_preallocate(struct seg *seg, int64_t bytes)
+{
+	if (seg->size >= bytes)
+		return;
+	if (fallocate(seg->log->fd, 0, 0, (off_t)bytes) == 0)
+		seg->preallocated = true;
+	else if (errno != EOPNOTSUPP) /* ENOSPC may leave part of it allocated, the length grown: seg_trim cuts it */
+		seg->preallocated = true;
+	/* else the file grows as it is written */
+}
+
+int seg_trim(struct seg *seg)
+{
+	if (!seg->preallocated)
+		return 0;
+	if (ftruncate(seg->log->fd, (off_t)seg->size) < 0)
+		return -errno;
+	seg->preallocated = false;
+	return 1;
 }
 
 /*

@@ -62,6 +62,7 @@ struct seg {
 	struct timeidx ti;
 	char *path;               /* "<dir>/<20 digits>" without extension */
 	bool sealed;              /* opened on demand through the descriptor cache */
+	bool preallocated;        /* the .log extends past size (seg_preallocate): seg_trim cuts it back */
 	bool stats_known;         /* max_ts, max_ts_offset, ts_unknown valid (seg_load_stats) */
 	struct segcache_node lru; /* place in the descriptor cache while a sealed segment is open */
 };
@@ -71,6 +72,19 @@ struct seg {
 void seg_cache_resize(int cap);
 /* The cache itself, for statistics and tests (read-only). */
 const struct segcache *seg_cache(void);
+
+/* seg_iter's why at a batch header of zeros: the end of what was written into a preallocated .log. */
+extern const char seg_zero_tail[];
+
+/*
+ * preallocate: allocates the writable .log to bytes (fallocate), so that
+ * appends and their fdatasyncs find the blocks allocated and i_size set;
+ * the space past size reads as zeros, which recovery takes for the end of
+ * the log.  Best effort: without support or space the file just grows.
+ */
+void seg_preallocate(struct seg *seg, int64_t bytes);
+/* Cuts a preallocated .log back to size (roll, close): 1 if it did, 0 if there was nothing to cut, or -errno. */
+int seg_trim(struct seg *seg);
 
 /* Test hook: the write used for appends (fault injection of ENOSPC, EIO, short writes). */
 extern ssize_t (*seg_pwrite_fn)(int fd, const void *buf, size_t n, off_t pos);

@@ -48,6 +48,11 @@
  *   GREGOR_SYNCSHIM_FAIL=<substring>
  *            every fsync and fdatasync of a path (file or directory)
  *            containing <substring> fails with EIO (a disk gone bad)
+ *   GREGOR_SYNCSHIM_FALLOCATE_ENOSPC=1
+ *            every fallocate(2) that allocates and sets the length (mode
+ *            0) grows the file to the length asked and fails with ENOSPC
+ *            (an allocation that ran out of space at its last blocks: the
+ *            length may have grown all the same)
  *
  * Calls made inside libc (fopen's open, ...) are not seen; the broker makes
  * its durability calls directly.  The shim's own file calls go to the real
@@ -257,6 +262,18 @@ int fdatasync(int fd)
 int fsync(int fd)
 {
 	return shim_sync(fd, REAL(fsync));
+}
+
+int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	struct stat st;
+
+	if (mode != 0 || !getenv("GREGOR_SYNCSHIM_FALLOCATE_ENOSPC"))
+		return REAL(fallocate)(fd, mode, off, len);
+	if (fstat(fd, &st) == 0 && off + len > st.st_size && ftruncate(fd, off + len) < 0)
+		return -1;
+	errno = ENOSPC;
+	return -1;
 }
 
 /* syncfs: held by hold-syncfs, failed by fail-syncfs or GREGOR_SYNCSHIM_FAIL, traced (no journal entry). */

@@ -153,6 +153,22 @@ class SyncShim:
         return cut
 
 
+def log_batches(path):
+    """(position, base offset, size) of each batch of a .log file, up to the first header of zeros (the
+    unwritten part of a preallocated file) or the end; and the file's length."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    out, pos = [], 0
+    while pos + 12 <= len(data):
+        base, length = struct.unpack(">qi", data[pos:pos + 12])
+        if length <= 0:
+            break
+        out.append((pos, base, 12 + length))
+        pos += 12 + length
+    return out, len(data)
+
+
 def read_values(bootstrap, topic, partition=0, isolation="read_uncommitted", idle_s=2.0, timeout_s=30):
     """Every value a consumer reads from the start of topic-partition.
 
