@@ -991,11 +991,12 @@ static int build_part(struct reg_build *b, const char *dir, int32_t p)
 {
 	int err;
 
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	err = epochs_create(dir, 0); /* part_open() would write it with two fsyncs */
-	if (!err)                    /* no sync either: the directory exists and its epoch 0 is there */
+	if (mkdir(dir, 0755) == 0) /* empty: one .log, no index or leader-epoch file yet (log/epochs.h) */
+		err = part_create(dir, &b->pc, &b->parts[p - b->from]);
+	else if (errno == EEXIST)
 		err = part_open(dir, &b->pc, INT64_MAX, 0, &b->parts[p - b->from]);
+	else
+		return -errno;
 	if (!err && p > 0)
 		err = write_partition_metadata(dir, &b->t->id, false);
 	return err;

@@ -573,6 +573,30 @@ out_free:
 	return rc;
 }
 
+int part_create(const char *dir, const struct part_cfg *cfg, struct part **out)
+{
+	struct part *part = part_alloc(dir, cfg);
+	struct seg *seg;
+	int rc;
+
+	if (!part)
+		return -ENOMEM;
+	rc = seg_open(dir, 0, true, part->cfg.segment_index_bytes, &seg);
+	if (!rc && (rc = part_push_seg(part, seg)) != 0)
+		seg_close(seg);
+	if (!rc && !epochs_assign(&part->epochs, 0, 0))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = txnidx_load(part, true);
+	if (rc) {
+		part_free(part);
+		return rc;
+	}
+	seg_park(part_active(part));
+	*out = part;
+	return 0;
+}
+
 int part_close(struct part *part)
 {
 	int rc;

@@ -72,6 +72,13 @@ struct part_append_info {
 int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point, int32_t leader_epoch,
 	      struct part **out);
 /*
+ * A new, empty partition in dir, a directory the caller has just made (so
+ * nothing is listed or read): one empty segment at offset 0 whose .log is
+ * the only file made, leader epoch 0.  Nothing is synced: the caller makes
+ * the files durable (broker/registry.c: one syncfs per round).  0 or -errno.
+ */
+int part_create(const char *dir, const struct part_cfg *cfg, struct part **out);
+/*
  * Syncs, then truncates index files to their used size and frees part.
  * Returns 0 or the -errno of the final sync (the data may then not be
  * durable; part is freed either way).
