@@ -870,6 +870,14 @@ void registry_close(struct registry *reg)
 	char marker[PATH_MAX];
 	int err = 0, rc;
 
+	/*
+	 * One writeback of the whole file system first: every partition's
+	 * files, index files included (part_close() syncs none of those), in
+	 * one pass.  The per-partition syncs below then find nothing left to
+	 * write; they still report a file's own failure.
+	 */
+	if (!failed)
+		err = durable_syncfs(reg->dir_fd);
 	for (int i = 0; i < reg->ntopics && !failed; i++)
 		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
 			if (reg->topics[i]->parts[p] && (rc = part_sync(reg->topics[i]->parts[p])) < 0 && !err)

@@ -601,12 +601,12 @@ int part_close(struct part *part)
 {
 	int rc;
 
-	seg_seal(part_active(part));
+	/*
+	 * Not sealed: the active segment stays active, and the next start
+	 * learns its max timestamp from the tail past its last index entry
+	 * (recover.c) without a time-index entry (a new file, for most).
+	 */
 	rc = part_sync(part);
-	if (!rc) /* part_sync leaves the active segment's indexes out */
-		rc = idxfile_sync(&part_active(part)->oi.f, durable_fdatasync);
-	if (!rc)
-		rc = idxfile_sync(&part_active(part)->ti.f, durable_fdatasync);
 	if (rc)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
 	part_write_pstate(part, "close");

@@ -79,9 +79,13 @@ int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_poin
  */
 int part_create(const char *dir, const struct part_cfg *cfg, struct part **out);
 /*
- * Syncs, then truncates index files to their used size and frees part.
- * Returns 0 or the -errno of the final sync (the data may then not be
- * durable; part is freed either way).
+ * Syncs the log (part_sync), writes the producer snapshot, then truncates
+ * index files to their used size and frees part.  The active segment's
+ * index files are not synced here: a clean shutdown syncs the whole file
+ * system once before closing (broker/registry.c), which covers them and
+ * every other file, where a sync per partition made stopping thousands of
+ * partitions take seconds.  Returns 0 or the -errno of the final sync (the
+ * data may then not be durable; part is freed either way).
  */
 int part_close(struct part *part);
 /* Frees part without syncing or writing anything more (its directory is being deleted, or its log directory failed a sync). */
