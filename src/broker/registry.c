@@ -872,10 +872,14 @@ void registry_close(struct registry *reg)
 
 	/*
 	 * One writeback of the whole file system first: every partition's
-	 * files, index files included (part_close() syncs none of those), in
-	 * one pass.  The per-partition syncs below then find nothing left to
+	 * files, index files and the producer snapshots written unsynced just
+	 * before included (part_close() syncs none of those), in one pass.  The per-partition syncs below then find nothing left to
 	 * write; they still report a file's own failure.
 	 */
+	for (int i = 0; i < reg->ntopics && !failed; i++)
+		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
+			if (reg->topics[i]->parts[p])
+				part_prepare_close(reg->topics[i]->parts[p]);
 	if (!failed)
 		err = durable_syncfs(reg->dir_fd);
 	for (int i = 0; i < reg->ntopics && !failed; i++)

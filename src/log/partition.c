@@ -436,17 +436,21 @@ struct pstate *part_pstate(struct part *part)
 	return &part->pstate;
 }
 
-/* Snapshots the producer state at the LEO unless the newest snapshot already says it. */
-static void part_write_pstate(struct part *part, const char *why)
+/*
+ * Snapshots the producer state at the LEO unless the newest snapshot
+ * already says it or the log is empty (a start has nothing to read then);
+ * sync: see pstate_snapshot_write.
+ */
+static void part_write_pstate(struct part *part, const char *why, bool sync)
 {
 	struct pstate *ps = &part->pstate;
 	int rc;
 
-	if (!ps->dirty && ps->snap_offset == part->leo)
+	if (!ps->dirty && (ps->snap_offset == part->leo || part->leo == part->segs[0]->base_offset))
 		return;
 	rc = part_dir_hold(part);
 	if (rc >= 0) {
-		rc = pstate_snapshot_write(ps, part->dir_fd, part->dir, part->leo);
+		rc = pstate_snapshot_write(ps, part->dir_fd, part->dir, part->leo, sync);
 		part_dir_release(part);
 	}
 	if (rc)
@@ -597,6 +601,11 @@ int part_create(const char *dir, const struct part_cfg *cfg, struct part **out)
 	return 0;
 }
 
+void part_prepare_close(struct part *part)
+{
+	part_write_pstate(part, "close", false);
+}
+
 int part_close(struct part *part)
 {
 	int rc;
@@ -609,7 +618,7 @@ int part_close(struct part *part)
 	rc = part_sync(part);
 	if (rc)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
-	part_write_pstate(part, "close");
+	part_write_pstate(part, "close", true); /* nothing left after part_prepare_close() */
 	part_free(part);
 	return rc;
 }
@@ -687,7 +696,7 @@ static int part_roll(struct part *part)
 		part->idx_from = part->segs[part->nsegs - 2]->base_offset; /* sealed: its indexes are final */
 	pthread_mutex_unlock(&part->mu);
 	seg_retire(part->segs[part->nsegs - 2]); /* no longer the flusher's: it syncs sealed files by name */
-	part_write_pstate(part, "roll");
+	part_write_pstate(part, "roll", true);   /* its directory fsync makes the new segment durable too */
 	part_draw_jitter(part);
 	log_debug(LOGC_LOG, "log", "'%s': rolled new segment at offset %" PRId64, part->dir, part->leo);
 	return 0;
