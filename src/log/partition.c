@@ -225,20 +225,21 @@ static int part_load_seg(struct part *part, int i, int64_t recovery_point)
 {
 	struct seg *seg = part->segs[i];
 	int32_t interval = part->cfg.index_interval_bytes;
-	int64_t truncated = 0;
+	int64_t truncated = 0, checked = -1;
 	int rc;
 
 	rc = recover_load(seg, interval, part->scratch, PART_SCRATCH_BYTES, &truncated);
 	if (rc == 0 && seg->next_offset > recovery_point)
-		/* may hold unsynced data: check every CRC */
-		rc = recover_seg(seg, true, interval, part->scratch, PART_SCRATCH_BYTES, &truncated);
+		/* may hold unsynced data: check every CRC past the recovery point */
+		rc = recover_seg(seg, recovery_point, interval, part->scratch, PART_SCRATCH_BYTES, &truncated,
+				 &checked);
 	if (rc == 0 && seg->next_offset > recovery_point)
 		rc = 1;
 	if (rc < 0)
 		return rc;
-	if (rc == 1) { /* read whole, its indexes rebuilt */
+	if (rc == 1) { /* read, its indexes rebuilt */
 		part->scanned_segs++;
-		part->scanned_bytes += seg->size + truncated;
+		part->scanned_bytes += (checked >= 0 ? checked : seg->size) + truncated;
 	}
 	if (seg->roll_ts < 0 && seg->size > 0)
 		seg->roll_ts = seg_created_ms(seg, clock_wall_ms());
