@@ -820,6 +820,18 @@ void registry_close(struct registry *reg)
 	char marker[PATH_MAX];
 	int err = 0, rc;
 
+	/*
+	 * One writeback of the whole file system first: every partition's
+	 * files, index files and the producer snapshots written unsynced just
+	 * before included (part_close() syncs none of those), in one pass.  The per-partition syncs below then find nothing left to
+	 * write; they still report a file's own failure.
+	 */
+	for (int i = 0; i < reg->ntopics && !failed; i++)
+		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
+			if (reg->topics[i]->parts[p])
+				part_prepare_close(reg->topics[i]->parts[p]);
+	if (!failed)
+		err = durable_syncfs(reg->dir_fd);
 	for (int i = 0; i < reg->ntopics && !failed; i++)
 		for (int32_t p = 0; p < reg->topics[i]->nparts; p++)
 			if (reg->topics[i]->parts[p] && (rc = part_sync(reg->topics[i]->parts[p])) < 0 && !err)
@@ -941,11 +953,12 @@ static int build_part(struct reg_build *b, const char *dir, int32_t p)
 {
 	int err;
 
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	err = epochs_create(dir, 0); /* part_open() would write it with two fsyncs */
-	if (!err)                    /* no sync either: the directory exists and its epoch 0 is there */
+	if (mkdir(dir, 0755) == 0) /* empty: one .log, no index or leader-epoch file yet (log/epochs.h) */
+		err = part_create(dir, &b->pc, &b->parts[p - b->from]);
+	else if (errno == EEXIST)
 		err = part_open(dir, &b->pc, INT64_MAX, 0, &b->parts[p - b->from]);
+	else
+		return -errno;
 	if (!err && p > 0)
 		err = write_partition_metadata(dir, &b->t->id, false);
 	return err;

@@ -72,8 +72,8 @@ int epochs_load(struct epochs *ep, const char *dir)
 	if (!text)
 		return -ENOMEM;
 	rc = checkpoint_read(dir, EPOCHS_FILE, text, EPOCHS_FILE_MAX);
-	if (rc == -ENOENT) {
-		rc = 0;
+	if (rc == -ENOENT) { /* never written: the leader of epoch 0 from the start (epochs.h) */
+		rc = epochs_push(ep, 0, 0);
 		goto out_free;
 	}
 	if (rc >= 0)
@@ -119,24 +119,6 @@ int epochs_write(const struct epochs *ep, int dir_fd)
 	if (!text)
 		return -ENOMEM;
 	rc = checkpoint_write(dir_fd, EPOCHS_FILE, text);
-	free(text);
-	return rc;
-}
-
-int epochs_create(const char *dir, int32_t epoch)
-{
-	struct epoch_ent e = { epoch, 0 };
-	struct epochs ep = { &e, 1, 1 };
-	char path[4096], *text;
-	size_t len;
-	int rc;
-
-	if (snprintf(path, sizeof(path), "%s/%s", dir, EPOCHS_FILE) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	text = epochs_format(&ep, &len);
-	if (!text)
-		return -ENOMEM;
-	rc = durable_write_new(path, text, len);
 	free(text);
 	return rc;
 }

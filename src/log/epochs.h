@@ -9,7 +9,10 @@
  *
  * Entry (E, S): the leader of epoch E appended its first batch at offset S.
  * Used to answer OffsetForLeaderEpoch and, with replication, to truncate
- * followers.  A malformed file is logged and treated as empty.
+ * followers.  A malformed file is logged and treated as empty.  A missing
+ * file means the one entry (0, 0): a new partition writes none, so making
+ * one costs no file for it; the file appears with the first change (a new
+ * epoch, or the log start moving past 0).
  */
 #ifndef GREGOR_LOG_EPOCHS_H
 #define GREGOR_LOG_EPOCHS_H
@@ -27,17 +30,11 @@ struct epochs {
 	int n, cap;
 };
 
-/* Loads dir/leader-epoch-checkpoint (absent: empty).  0 or -errno. */
+/* Loads dir/leader-epoch-checkpoint (absent: epoch 0 from offset 0).  0 or -errno. */
 int epochs_load(struct epochs *ep, const char *dir);
 void epochs_release(struct epochs *ep);
 /* Writes leader-epoch-checkpoint in the directory dir_fd atomically and durably.  0 or -errno. */
 int epochs_write(const struct epochs *ep, int dir_fd);
-/*
- * A new partition's file in dir: epoch from offset 0, written but not
- * synced (topics made in rounds: one syncfs covers every file, see
- * util/durable.h).  0 or -errno.
- */
-int epochs_create(const char *dir, int32_t epoch);
 /* Records that epoch starts at start_offset if newer than the latest; true if changed. */
 bool epochs_assign(struct epochs *ep, int32_t epoch, int64_t start_offset);
 /* Drops entries starting at or after end_offset (log truncated); true if changed. */

@@ -81,19 +81,21 @@ static int idxfile_room(struct idxfile *f, int fd, int32_t want, bool reserve)
 	return 0;
 }
 
-int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc, uint32_t disk_size)
+int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc, bool lazy, uint32_t disk_size)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (trunc ? O_TRUNC : 0), 0644);
+	int fd = open(path, O_RDWR | O_CLOEXEC | (lazy ? 0 : O_CREAT) | (trunc ? O_TRUNC : 0), 0644);
 	struct stat st;
 	int32_t n;
 	int rc = 0;
 
 	idxfile_init(f, max_n, disk_size);
-	if (fd < 0)
+	if (fd < 0 && (errno != ENOENT || !lazy))
 		return -errno;
 	f->path = strdup(path);
 	if (!f->path)
 		rc = -ENOMEM;
+	else if (fd < 0)
+		return 0; /* no file yet: the first entry makes it */
 	else if (fstat(fd, &st) < 0)
 		rc = -errno;
 	else if ((n = idxfile_count(f, st.st_size)) > 0 && !(rc = idxfile_room(f, fd, n, false)))
@@ -184,7 +186,7 @@ static int idxfile_reserve(struct idxfile *f)
 
 	if (f->n < f->cap)
 		return 0;
-	fd = open(f->path, O_RDWR | O_CLOEXEC);
+	fd = open(f->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644); /* a lazy index's first entry makes the file */
 	if (fd < 0)
 		return -errno;
 	rc = idxfile_room(f, fd, f->n + 1, true);
@@ -210,7 +212,7 @@ int idxfile_reset(struct idxfile *f)
 	f->n = 0;
 	f->bad = false;
 	idxfile_unmap(f); /* truncating frees the reserved blocks: the next entry reserves anew */
-	return truncate(f->path, 0) < 0 ? -errno : 0;
+	return truncate(f->path, 0) < 0 && errno != ENOENT ? -errno : 0;
 }
 
 int idxfile_sync(struct idxfile *f, int (*sync_fn)(int fd))
@@ -220,7 +222,7 @@ int idxfile_sync(struct idxfile *f, int (*sync_fn)(int fd))
 	idxfile_trim(f);
 	fd = open(f->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return errno == ENOENT && !f->n ? 0 : -errno; /* a lazy index with no entry has no file */
 	rc = sync_fn(fd);
 	close(fd);
 	return rc;

@@ -50,11 +50,14 @@ struct idxfile {
 
 /*
  * Opens writable (creating or, with trunc, emptying) the file at path and
- * loads its entries.  max_n below 1 counts as 1.  0 or -errno; on error
- * nothing is held.  A file of the wrong size is not an error: it sets bad
- * (the caller rebuilds the index).
+ * loads its entries.  With lazy a missing file is not created: the index
+ * holds no entries and its first entry (idxfile_append) makes the file, so
+ * a segment that never gets an entry costs no inode; syncing or emptying
+ * it is a no-op until then.  max_n below 1 counts as 1.  0 or -errno; on
+ * error nothing is held.  A file of the wrong size is not an error: it
+ * sets bad (the caller rebuilds the index).
  */
-int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc, uint32_t disk_size);
+int idxfile_open(struct idxfile *f, const char *path, int32_t max_n, bool trunc, bool lazy, uint32_t disk_size);
 /*
  * Maps the file at path read-only; the descriptor is closed at once.  A
  * missing or empty file maps as no entries; a file of the wrong size sets

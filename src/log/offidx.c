@@ -3,9 +3,9 @@
 
 #include <assert.h>
 
-int offidx_open(struct offidx *oi, const char *path, int32_t max_n, bool trunc)
+int offidx_open(struct offidx *oi, const char *path, int32_t max_n, bool trunc, bool lazy)
 {
-	return idxfile_open(&oi->f, path, max_n, trunc, OFFIDX_ENTRY_SIZE);
+	return idxfile_open(&oi->f, path, max_n, trunc, lazy, OFFIDX_ENTRY_SIZE);
 }
 
 int offidx_map(struct offidx *oi, const char *path)

@@ -38,8 +38,8 @@ struct offidx {
 	struct idxfile f; /* the .index file, entries ascending */
 };
 
-/* Opens writable (creating or, with trunc, emptying) the file at path and loads its entries. */
-int offidx_open(struct offidx *oi, const char *path, int32_t max_n, bool trunc);
+/* Opens writable (creating or, with trunc, emptying) the file at path and loads its entries; lazy: idxfile_open(). */
+int offidx_open(struct offidx *oi, const char *path, int32_t max_n, bool trunc, bool lazy);
 /* Maps the file at path read-only (idxfile_map). */
 int offidx_map(struct offidx *oi, const char *path);
 /* Writable: truncates the file to its entries and drops the reference.  Mapped: unmaps. */

@@ -225,20 +225,21 @@ static int part_load_seg(struct part *part, int i, int64_t recovery_point)
 {
 	struct seg *seg = part->segs[i];
 	int32_t interval = part->cfg.index_interval_bytes;
-	int64_t truncated = 0;
+	int64_t truncated = 0, checked = -1;
 	int rc;
 
 	rc = recover_load(seg, interval, part->scratch, PART_SCRATCH_BYTES, &truncated);
 	if (rc == 0 && seg->next_offset > recovery_point)
-		/* may hold unsynced data: check every CRC */
-		rc = recover_seg(seg, true, interval, part->scratch, PART_SCRATCH_BYTES, &truncated);
+		/* may hold unsynced data: check every CRC past the recovery point */
+		rc = recover_seg(seg, recovery_point, interval, part->scratch, PART_SCRATCH_BYTES, &truncated,
+				 &checked);
 	if (rc == 0 && seg->next_offset > recovery_point)
 		rc = 1;
 	if (rc < 0)
 		return rc;
-	if (rc == 1) { /* read whole, its indexes rebuilt */
+	if (rc == 1) { /* read, its indexes rebuilt */
 		part->scanned_segs++;
-		part->scanned_bytes += seg->size + truncated;
+		part->scanned_bytes += (checked >= 0 ? checked : seg->size) + truncated;
 	}
 	if (seg->roll_ts < 0 && seg->size > 0)
 		seg->roll_ts = seg_created_ms(seg, clock_wall_ms());
@@ -436,17 +437,21 @@ struct pstate *part_pstate(struct part *part)
 	return &part->pstate;
 }
 
-/* Snapshots the producer state at the LEO unless the newest snapshot already says it. */
-static void part_write_pstate(struct part *part, const char *why)
+/*
+ * Snapshots the producer state at the LEO unless the newest snapshot
+ * already says it or the log is empty (a start has nothing to read then);
+ * sync: see pstate_snapshot_write.
+ */
+static void part_write_pstate(struct part *part, const char *why, bool sync)
 {
 	struct pstate *ps = &part->pstate;
 	int rc;
 
-	if (!ps->dirty && ps->snap_offset == part->leo)
+	if (!ps->dirty && (ps->snap_offset == part->leo || part->leo == part->segs[0]->base_offset))
 		return;
 	rc = part_dir_hold(part);
 	if (rc >= 0) {
-		rc = pstate_snapshot_write(ps, part->dir_fd, part->dir, part->leo);
+		rc = pstate_snapshot_write(ps, part->dir_fd, part->dir, part->leo, sync);
 		part_dir_release(part);
 	}
 	if (rc)
@@ -591,21 +596,58 @@ static int part_trim_active(struct part *part)
 	return rc;
 }
 
+int part_create(const char *dir, const struct part_cfg *cfg, struct part **out)
+{
+	struct part *part = part_alloc(dir, cfg);
+	struct seg *seg;
+	int rc;
+
+	if (!part)
+		return -ENOMEM;
+	rc = seg_open(dir, 0, true, part->cfg.segment_index_bytes, &seg);
+	if (!rc && (rc = part_push_seg(part, seg)) != 0)
+		seg_close(seg);
+	if (!rc && !epochs_assign(&part->epochs, 0, 0))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = txnidx_load(part, true);
+	if (rc) {
+		part_free(part);
+		return rc;
+	}
+	if (part->cfg.preallocate)
+		seg_preallocate(part_active(part), part->cfg.segment_bytes);
+	seg_park(part_active(part));
+	*out = part;
+	return 0;
+}
+
+void part_prepare_close(struct part *part)
+{
+	int rc = seg_trim(part_active(part)); /* the syncfs that follows makes the new length durable */
+
+	if (rc < 0)
+		log_error("log: '%s': cutting the preallocated segment back failed: %s", part->dir, strerror(-rc));
+	part_write_pstate(part, "close", false);
+}
+
 int part_close(struct part *part)
 {
 	int rc;
 
-	seg_seal(part_active(part));
+	/*
+	 * Not sealed: the active segment stays active, and the next start
+	 * learns its max timestamp from the tail past its last index entry
+	 * (recover.c) without a time-index entry (a new file, for most).
+	 * A preallocated one is cut back to its data (already done, and
+	 * made durable by the log dir's syncfs, after part_prepare_close).
+	 */
 	rc = part_trim_active(part);
 	if (!rc)
 		rc = part_sync(part);
-	if (!rc) /* part_sync leaves the active segment's indexes out */
-		rc = idxfile_sync(&part_active(part)->oi.f, durable_fdatasync);
-	if (!rc)
-		rc = idxfile_sync(&part_active(part)->ti.f, durable_fdatasync);
 	if (rc)
 		log_error("log: '%s': sync at close failed: %s", part->dir, strerror(-rc));
-	part_write_pstate(part, "close");
+	part_write_pstate(part, "close", true); /* nothing left after part_prepare_close() */
 	part_free(part);
 	return rc;
 }
@@ -687,7 +729,7 @@ static int part_roll(struct part *part)
 		part->idx_from = part->segs[part->nsegs - 2]->base_offset; /* sealed: its indexes are final */
 	pthread_mutex_unlock(&part->mu);
 	seg_retire(part->segs[part->nsegs - 2]); /* no longer the flusher's: it syncs sealed files by name */
-	part_write_pstate(part, "roll");
+	part_write_pstate(part, "roll", true);   /* its directory fsync makes the new segment durable too */
 	part_draw_jitter(part);
 	log_debug(LOGC_LOG, "log", "'%s': rolled new segment at offset %" PRId64, part->dir, part->leo);
 	return 0;

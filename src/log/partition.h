@@ -73,11 +73,28 @@ struct part_append_info {
 int part_open(const char *dir, const struct part_cfg *cfg, int64_t recovery_point, int32_t leader_epoch,
 	      struct part **out);
 /*
- * Syncs, then truncates index files to their used size and frees part.
- * Returns 0 or the -errno of the final sync (the data may then not be
- * durable; part is freed either way).
+ * A new, empty partition in dir, a directory the caller has just made (so
+ * nothing is listed or read): one empty segment at offset 0 whose .log is
+ * the only file made, leader epoch 0.  Nothing is synced: the caller makes
+ * the files durable (broker/registry.c: one syncfs per round).  0 or -errno.
+ */
+int part_create(const char *dir, const struct part_cfg *cfg, struct part **out);
+/*
+ * Syncs the log (part_sync), writes the producer snapshot, then truncates
+ * index files to their used size and frees part.  The active segment's
+ * index files are not synced here: a clean shutdown syncs the whole file
+ * system once before closing (broker/registry.c), which covers them and
+ * every other file, where a sync per partition made stopping thousands of
+ * partitions take seconds.  Returns 0 or the -errno of the final sync (the
+ * data may then not be durable; part is freed either way).
  */
 int part_close(struct part *part);
+/*
+ * Before a clean shutdown's one syncfs: writes the producer snapshot that
+ * part_close() would write, unsynced (the syncfs makes it durable), so
+ * closing thousands of partitions is not a file and two fsyncs each.
+ */
+void part_prepare_close(struct part *part);
 /* Frees part without syncing or writing anything more (its directory is being deleted, or its log directory failed a sync). */
 void part_abandon(struct part *part);
 /* Closes part without syncing and removes its directory on this thread; 0 or -errno. */

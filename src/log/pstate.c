@@ -477,7 +477,7 @@ static void snap_unlink(int dir_fd, const char *dir, int64_t offset, const char 
 		log_warn("log: '%s': cannot delete '%s': %s", dir, name, strerror(errno));
 }
 
-int pstate_snapshot_write(struct pstate *ps, int dir_fd, const char *dir, int64_t offset)
+int pstate_snapshot_write(struct pstate *ps, int dir_fd, const char *dir, int64_t offset, bool sync)
 {
 	char name[64];
 	struct wr w;
@@ -488,8 +488,9 @@ int pstate_snapshot_write(struct pstate *ps, int dir_fd, const char *dir, int64_
 	wr_init(&w);
 	rc = pstate_encode(ps, &w);
 	snap_name(name, sizeof(name), offset, "");
-	if (!rc) /* atomic and durable: a crash leaves the old snapshots or this one */
-		rc = durable_replace(dir_fd, name, w.buf, w.len);
+	if (!rc) /* atomic, and with sync durable: a crash leaves the old snapshots or this one */
+		rc = sync ? durable_replace(dir_fd, name, w.buf, w.len)
+			  : durable_replace_unsynced(dir_fd, name, w.buf, w.len);
 	wr_release(&w);
 	if (rc)
 		return rc;

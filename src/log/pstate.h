@@ -120,8 +120,10 @@ void pstate_clear(struct pstate *ps);
  * Snapshot files in dir (dir_fd: dir opened O_DIRECTORY).
  *
  * pstate_snapshot_write writes <offset>.snapshot (via a .tmp file renamed
- * into place; not fsynced: a torn file fails its CRC and the state is
- * rebuilt from an older snapshot or the log), sets snap_offset, clears
+ * into place; with sync the file and the directory are fsynced, without
+ * the caller syncs the file system later, and until then a torn file
+ * fails its CRC and the state is rebuilt from an older snapshot or the
+ * log), sets snap_offset, clears
  * dirty and deletes all but the PSTATE_SNAPSHOTS_KEPT newest snapshots.
  * offset is the LEO the state describes.  Returns 0 or -errno.
  *
@@ -134,7 +136,7 @@ void pstate_clear(struct pstate *ps);
  * pstate_snapshot_delete_below deletes snapshots with offset < offset
  * (below the log start: the log from the start is then the rebuild source).
  */
-int pstate_snapshot_write(struct pstate *ps, int dir_fd, const char *dir, int64_t offset);
+int pstate_snapshot_write(struct pstate *ps, int dir_fd, const char *dir, int64_t offset, bool sync);
 int pstate_snapshot_load(struct pstate *ps, int dir_fd, const char *dir, int64_t max_offset, int64_t *offset);
 void pstate_snapshot_delete_below(struct pstate *ps, int dir_fd, const char *dir, int64_t offset);
 

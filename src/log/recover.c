@@ -33,14 +33,15 @@ static int seg_file_size(struct seg *seg, int64_t *size)
 	return 0;
 }
 
-int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t *buf, size_t cap, int64_t *truncated)
+int recover_seg(struct seg *seg, int64_t crc_from, int32_t index_interval_bytes, uint8_t *buf, size_t cap,
+		int64_t *truncated, int64_t *checked)
 {
 	struct seg_iter it;
 	struct batch_hdr h;
-	int64_t fsize = 0;
+	int64_t fsize = 0, crc_pos = -1;
 	int rc;
 
-	*truncated = 0;
+	*truncated = *checked = 0;
 	rc = seg_file_size(seg, &fsize);
 	if (!rc)
 		rc = offidx_reset(&seg->oi);
@@ -49,12 +50,19 @@ int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t
 	if (rc)
 		return rc;
 	seg_reset_state(seg);
-	seg_iter_init(&it, seg, 0, fsize, crc, buf, cap);
-	while ((rc = seg_iter_next(&it, &h)) == 1) {
+	seg_iter_init(&it, seg, 0, fsize, false, buf, cap);
+	for (;;) {
+		if (!it.crc && seg->next_offset >= crc_from) { /* batches from here on may not be durable */
+			it.crc = true;
+			crc_pos = it.pos;
+		}
+		if ((rc = seg_iter_next(&it, &h)) != 1)
+			break;
 		seg_index_batch(seg, &h, it.pos, index_interval_bytes);
 		seg_iter_skip(&it, &h);
 	}
 	seg->size = it.pos;
+	*checked = crc_pos >= 0 ? it.pos - crc_pos : 0;
 	if (rc != -EBADMSG)
 		return rc;
 	*truncated = fsize - it.pos;
@@ -102,7 +110,7 @@ static int load_tail(struct seg *seg, int64_t fsize, int32_t interval, uint8_t *
 
 int recover_load(struct seg *seg, int32_t index_interval_bytes, uint8_t *buf, size_t cap, int64_t *truncated)
 {
-	int64_t fsize;
+	int64_t fsize, checked;
 	int rc = seg_file_size(seg, &fsize);
 
 	*truncated = 0;
@@ -115,6 +123,6 @@ int recover_load(struct seg *seg, int32_t index_interval_bytes, uint8_t *buf, si
 			return rc;
 	}
 	log_info("log: recovering '%s': index or tail inconsistent", seg->path);
-	rc = recover_seg(seg, true, index_interval_bytes, buf, cap, truncated);
+	rc = recover_seg(seg, INT64_MIN, index_interval_bytes, buf, cap, truncated, &checked);
 	return rc ? rc : 1;
 }

@@ -18,10 +18,15 @@
 #include "log/segment.h"
 
 /*
- * Walks the whole segment (verifying CRCs if crc), rebuilds both indexes and
- * truncates an invalid tail.  OUT *truncated: bytes cut.  Returns 0 or -errno.
+ * Walks the whole segment, rebuilds both indexes and truncates an invalid
+ * tail.  The CRC of every batch from offset crc_from on is verified
+ * (INT64_MIN: all of them, INT64_MAX: none); before it, where the log is
+ * known durable (the recovery point), only the batch headers are read and
+ * checked.  OUT *truncated: bytes cut; *checked: bytes whose CRC was
+ * verified.  Returns 0 or -errno.
  */
-int recover_seg(struct seg *seg, bool crc, int32_t index_interval_bytes, uint8_t *buf, size_t cap, int64_t *truncated);
+int recover_seg(struct seg *seg, int64_t crc_from, int32_t index_interval_bytes, uint8_t *buf, size_t cap,
+		int64_t *truncated, int64_t *checked);
 
 /*
  * Loads a segment believed synced: falls back to recover_seg (with CRCs) if

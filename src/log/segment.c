@@ -57,6 +57,7 @@ int seg_open_as(const char *dir, int64_t base_offset, const char *suffix, bool c
 		struct seg **out)
 {
 	struct seg *seg = calloc(1, sizeof(*seg));
+	bool lazy = !*suffix; /* a cleaner's output has every file its swap renames */
 	char path[4096];
 	int fd, rc = -ENOMEM;
 
@@ -78,11 +79,11 @@ int seg_open_as(const char *dir, int64_t base_offset, const char *suffix, bool c
 		goto out_free;
 	}
 	snprintf(path, sizeof(path), "%s.index%s", seg->path, suffix);
-	rc = offidx_open(&seg->oi, path, index_bytes / OFFIDX_ENTRY_SIZE, create);
+	rc = offidx_open(&seg->oi, path, index_bytes / OFFIDX_ENTRY_SIZE, create, lazy);
 	if (rc)
 		goto out_put_log;
 	snprintf(path, sizeof(path), "%s.timeindex%s", seg->path, suffix);
-	rc = timeidx_open(&seg->ti, path, index_bytes / TIMEIDX_ENTRY_SIZE, create);
+	rc = timeidx_open(&seg->ti, path, index_bytes / TIMEIDX_ENTRY_SIZE, create, lazy);
 	if (rc)
 		goto out_close_oi;
 	*out = seg;

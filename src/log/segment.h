@@ -91,13 +91,16 @@ extern ssize_t (*seg_pwrite_fn)(int fd, const void *buf, size_t n, off_t pos);
 
 /*
  * Opens the segment with base offset base in dir; with create, creates (and
- * empties) its files.  Index entries are loaded but not checked (see
- * recover.c).  *out is freed with seg_close().
+ * empties) its files.  The index files are made by their first entry, not
+ * here (idxfile_open, lazy): a missing one reads as no entries, which
+ * recovery rebuilds and reads scan past.  Index entries are loaded but not
+ * checked (see recover.c).  *out is freed with seg_close().
  */
 int seg_open(const char *dir, int64_t base_offset, bool create, int32_t index_bytes, struct seg **out);
 /*
  * seg_open() of the files <base>.log<suffix>, <base>.index<suffix> and
- * <base>.timeindex<suffix> (the cleaner's "<base>.log.cleaned").  seg->path
+ * <base>.timeindex<suffix> (the cleaner's "<base>.log.cleaned"); with a
+ * suffix the index files are made at once, as the cleaner renames them.  seg->path
  * is still "<dir>/<base>": once the files are renamed to their plain names
  * the segment is like any other (its descriptors follow the renames).
  */

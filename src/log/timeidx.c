@@ -1,9 +1,9 @@
 /* timeidx.c - the sparse time index of one segment (format in timeidx.h, file handling in idxfile.c). */
 #include "log/timeidx.h"
 
-int timeidx_open(struct timeidx *ti, const char *path, int32_t max_n, bool trunc)
+int timeidx_open(struct timeidx *ti, const char *path, int32_t max_n, bool trunc, bool lazy)
 {
-	return idxfile_open(&ti->f, path, max_n, trunc, TIMEIDX_ENTRY_SIZE);
+	return idxfile_open(&ti->f, path, max_n, trunc, lazy, TIMEIDX_ENTRY_SIZE);
 }
 
 int timeidx_map(struct timeidx *ti, const char *path)

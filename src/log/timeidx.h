@@ -34,7 +34,7 @@ struct timeidx {
 };
 
 /* As offidx_open, offidx_map and offidx_close. */
-int timeidx_open(struct timeidx *ti, const char *path, int32_t max_n, bool trunc);
+int timeidx_open(struct timeidx *ti, const char *path, int32_t max_n, bool trunc, bool lazy);
 int timeidx_map(struct timeidx *ti, const char *path);
 void timeidx_close(struct timeidx *ti);
 /* True if timestamps strictly increase and offsets are in [0, max_rel]. */

@@ -63,7 +63,8 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-int durable_replace(int dir_fd, const char *name, const void *data, size_t len)
+/* durable_replace(), with sync false durable_replace_unsynced(). */
+static int replace_file(int dir_fd, const char *name, const void *data, size_t len, bool sync)
 {
 	char tmp[NAME_MAX + 1];
 	int fd, rc;
@@ -74,7 +75,7 @@ int durable_replace(int dir_fd, const char *name, const void *data, size_t len)
 	if (fd < 0)
 		return -errno;
 	rc = write_all(fd, data, len);
-	if (!rc)
+	if (!rc && sync)
 		rc = durable_fsync(fd);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
@@ -82,9 +83,19 @@ int durable_replace(int dir_fd, const char *name, const void *data, size_t len)
 		rc = -errno;
 	if (rc)
 		unlinkat(dir_fd, tmp, 0);
-	else
+	else if (sync)
 		rc = durable_fsync(dir_fd);
 	return rc;
+}
+
+int durable_replace(int dir_fd, const char *name, const void *data, size_t len)
+{
+	return replace_file(dir_fd, name, data, len, true);
+}
+
+int durable_replace_unsynced(int dir_fd, const char *name, const void *data, size_t len)
+{
+	return replace_file(dir_fd, name, data, len, false);
 }
 
 /* Splits path into its directory (OUT: dir, "." when none) and last name. */

@@ -47,7 +47,15 @@ int durable_fdatasync(int fd);
  * the old file is untouched and the temp file removed.
  */
 int durable_replace(int dir_fd, const char *name, const void *data, size_t len);
-/* Same, for a path "dir/name" given whole (the directory is opened here). */
+/*
+ * durable_replace() without its two fsyncs, for many files replaced at
+ * once and made durable together by one durable_syncfs() after (a clean
+ * shutdown's producer snapshots).  Until then a crash may leave the old
+ * file, the new one, or a torn new one: only for files whose reader
+ * checks them.
+ */
+int durable_replace_unsynced(int dir_fd, const char *name, const void *data, size_t len);
+/* Same as durable_replace, for a path "dir/name" given whole (the directory is opened here). */
 int durable_replace_path(const char *path, const void *data, size_t len);
 /* fsync of the directory at path.  0 or -errno. */
 int durable_sync_dir(const char *path);

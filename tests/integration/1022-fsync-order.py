@@ -11,7 +11,9 @@ over the whole trace:
   1. every <file>.tmp renamed over <file> (checkpoints, snapshots,
      meta.properties, partition.metadata, topic.properties, the clean
      shutdown marker) was fsynced after it was opened and before the rename,
-     and the directory was fsynced after the rename;
+     and the directory was fsynced after the rename, or (the producer
+     snapshots a clean stop writes) a syncfs came after the rename and
+     before the clean-shutdown marker;
   2. every new directory's parent was fsynced before anything was created
      inside it, or a syncfs (topics made in rounds) came after it;
   3. every renamed directory (-create staging, -delete) is followed by an
@@ -76,6 +78,9 @@ def check_rules(ev, data_dir):
         if op == "rename" and args[0].endswith(".tmp") and args[0][:-4] == args[1]:
             counts["replace"] += 1
             tmp, dst = args
+            marker = lambda e: e[0] == "rename" and e[1][1].endswith("/.kafka_cleanshutdown")  # noqa: E731
+            if first_after(ev, i, lambda e: e[0] == "syncfs", marker) is not None:
+                continue  # written for a syncfs that covers it before the clean-shutdown marker
             opened = max((j for j in range(i) if ev[j] == ("open", [tmp])), default=None)
             if opened is None or not any(ev[j] == ("fsync", [tmp]) for j in range(opened, i)):
                 problems.append("%s renamed over %s without an fsync of it first" % (tmp, dst))

@@ -18,7 +18,8 @@ the broker syncs.  The broker runs under tests/lib/syncshim.so; four runs:
 - offsets: the sync round of an OffsetCommit's __consumer_offsets append
   fails; the commit answers an error and OffsetFetch must not serve the
   appended but never synced offset.
-- close: the fsync of the producer snapshot written at SIGTERM fails; the
+- close: the syncfs of the log dir's file system at SIGTERM fails (it
+  makes the producer snapshots written just before durable); the
   shutdown must not be marked clean.
 Runtime ~10 s.
 """
@@ -122,11 +123,13 @@ def run_close(shim):
         pid, epoch = c.init_pid()
         eq(c.produce(TOPIC, 0, iw.batch(2, pid, epoch, 0, value=b"m"))[0], 0, "idempotent produce")
         c.close()
-        shim.fail_next(".snapshot.tmp")
+        shim.fail_next_syncfs()
         eq(b.stop(), 0, "exit status after SIGTERM")
-        check(not shim.fail_pending(), "the shutdown wrote a producer snapshot")
+        check(not os.path.exists(shim._path("fail-syncfs")), "the shutdown synced the log dir's file system")
+        check(any(f.endswith(".snapshot") for f in os.listdir(b.partition_dir(TOPIC, 0))),
+              "the shutdown wrote a producer snapshot")
         check(not os.path.exists(os.path.join(b.data_dir, MARKER)),
-              "no clean-shutdown marker after the snapshot's fsync failed at close")
+              "no clean-shutdown marker after the syncfs covering the snapshot failed at close")
 
 
 def run_offsets(shim):

@@ -20,11 +20,11 @@ def topic_names(topics, prefix="wide"):
     return ["%s%03d" % (prefix, i) for i in range(topics)]
 
 
-def create(b, names, per_topic, batch=10, timeout_s=300):
+def create(b, names, per_topic, batch=10, timeout_s=300, config=None):
     """Creates every topic with per_topic partitions, batch topics per CreateTopics request."""
     a = AdminClient({"bootstrap.servers": b.bootstrap})
     for i in range(0, len(names), batch):
-        futs = a.create_topics([NewTopic(t, per_topic, 1) for t in names[i:i + batch]],
+        futs = a.create_topics([NewTopic(t, per_topic, 1, config=config or {}) for t in names[i:i + batch]],
                                request_timeout=timeout_s, operation_timeout=timeout_s)
         for t, f in futs.items():
             f.result(timeout=timeout_s)

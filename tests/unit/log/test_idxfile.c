@@ -47,7 +47,7 @@ static void test_writable_mapped(void **state)
 	(void)state;
 	tmpdir_make(dir, sizeof(dir), "idxfile");
 	snprintf(path, sizeof(path), "%s/00000000000000000000.index", dir);
-	assert_int_equal(offidx_open(&oi, path, 1 << 20, true), 0);
+	assert_int_equal(offidx_open(&oi, path, 1 << 20, true, false), 0);
 	assert_null(oi.f.raw); /* nothing mapped before the first entry */
 	assert_int_equal(fds_under(dir), 0);
 	for (int32_t i = 0; i < ENTRIES; i++) {
@@ -66,7 +66,7 @@ static void test_writable_mapped(void **state)
 	assert_int_equal(stat_of(path).st_size, (int64_t)(ENTRIES + 1) * OFFIDX_ENTRY_SIZE);
 	assert_true(stat_of(path).st_blocks * 512 <= ((ENTRIES + 1) * OFFIDX_ENTRY_SIZE + 4095) / 4096 * 4096);
 
-	assert_int_equal(offidx_open(&oi, path, 1 << 20, false), 0);
+	assert_int_equal(offidx_open(&oi, path, 1 << 20, false, false), 0);
 	assert_int_equal(oi.f.n, ENTRIES + 1);
 	assert_false(oi.f.bad);
 	assert_true(offidx_valid(&oi, (int64_t)ENTRIES * 100 + 1));

@@ -241,11 +241,11 @@ static void test_snapshot_files(void **state)
 	pstate_init(&ps);
 	pstate_init(&back);
 	apply(&ps, 1, 0, 0, 1, 0, 1);
-	assert_int_equal(pstate_snapshot_write(&ps, fx->dir_fd, fx->dir, 1), 0);
+	assert_int_equal(pstate_snapshot_write(&ps, fx->dir_fd, fx->dir, 1, true), 0);
 	apply(&ps, 1, 0, 1, 1, 1, 1);
-	assert_int_equal(pstate_snapshot_write(&ps, fx->dir_fd, fx->dir, 2), 0);
+	assert_int_equal(pstate_snapshot_write(&ps, fx->dir_fd, fx->dir, 2, true), 0);
 	apply(&ps, 1, 0, 2, 1, 2, 1);
-	assert_int_equal(pstate_snapshot_write(&ps, fx->dir_fd, fx->dir, 3), 0);
+	assert_int_equal(pstate_snapshot_write(&ps, fx->dir_fd, fx->dir, 3, true), 0);
 	assert_false(file_exists(fx, "00000000000000000001.snapshot")); /* only 2 kept */
 	assert_true(file_exists(fx, "00000000000000000002.snapshot"));
 	assert_true(file_exists(fx, "00000000000000000003.snapshot"));
@@ -256,7 +256,7 @@ static void test_snapshot_files(void **state)
 	assert_int_equal(check(&back, 1, 0, 1, 1, &dup), PSTATE_DUPLICATE);
 	assert_int_equal(check(&back, 1, 0, 2, 1, &dup), PSTATE_APPEND);
 	/* a torn newest snapshot is skipped for the older one */
-	assert_int_equal(pstate_snapshot_write(&ps, fx->dir_fd, fx->dir, 3), 0);
+	assert_int_equal(pstate_snapshot_write(&ps, fx->dir_fd, fx->dir, 3, true), 0);
 	snprintf(path, sizeof(path), "%s/00000000000000000003.snapshot", fx->dir);
 	fd = open(path, O_WRONLY);
 	assert_int_equal(ftruncate(fd, 20), 0);
