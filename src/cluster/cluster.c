@@ -597,3 +597,54 @@ bool cluster_registered(const struct cluster *cl)
 {
 	return cl->state == CL_REGISTERED;
 }
+
+/* ---- topics ---- */
+
+struct cluster_call {
+	cluster_done_fn *done;
+	void *arg;
+};
+
+static void cluster_on_topic_created(void *arg, const struct zk_reply *rep)
+{
+	struct cluster_call *call = arg;
+	int err = 0;
+
+	if (rep->rc == ZNODEEXISTS)
+		err = -EEXIST;
+	else if (rep->rc == ZCLOSING || rep->rc == ZCONNECTIONLOSS || rep->rc == ZSESSIONEXPIRED ||
+		 rep->rc == ZOPERATIONTIMEOUT)
+		err = -ENOTCONN;
+	else if (rep->rc != ZOK)
+		err = -EIO;
+	if (err && err != -EEXIST)
+		log_warn("creating a topic in zookeeper: %s", zerror(rep->rc));
+	call->done(call->arg, err);
+	free(call);
+}
+
+int cluster_topic_create(struct cluster *cl, const char *name, const char *assignment, const char *config,
+			 cluster_done_fn *done, void *arg)
+{
+	char cfg_path[320], topic_path[320];
+	struct zk_op ops[2] = {
+		{ .type = ZK_OP_CREATE, .path = cfg_path, .data = config, .len = (int)strlen(config) },
+		{ .type = ZK_OP_CREATE, .path = topic_path, .data = assignment, .len = (int)strlen(assignment) },
+	};
+	struct cluster_call *call;
+	int rc;
+
+	if (cl->state != CL_REGISTERED || !zk_is_open(cl->zk))
+		return -ENOTCONN;
+	snprintf(cfg_path, sizeof(cfg_path), "%s/%s", ZNODE_TOPIC_CONFIGS, name);
+	snprintf(topic_path, sizeof(topic_path), "%s/%s", ZNODE_TOPICS, name);
+	call = malloc(sizeof(*call));
+	if (!call)
+		return -ENOMEM;
+	call->done = done;
+	call->arg = arg;
+	rc = zk_multi(cl->zk, ops, 2, cluster_on_topic_created, call);
+	if (rc < 0)
+		free(call);
+	return rc < 0 ? -ENOTCONN : 0;
+}

@@ -69,4 +69,16 @@ const char *cluster_id(const struct cluster *cl);
 /* Registered under /brokers/ids in the current session. */
 bool cluster_registered(const struct cluster *cl);
 
+/* err: 0, -EEXIST (the topic is there already), -ENOTCONN (no session, or it was lost), -EIO. */
+typedef void cluster_done_fn(void *arg, int err);
+/*
+ * Writes a new topic as Kafka's CreateTopics does: /config/topics/<name>
+ * (config: znode_topic_config_encode) and /brokers/topics/<name>
+ * (assignment: znode_topic_encode), both or neither.  done runs once, on
+ * the loop thread (at the latest in cluster_stop()).  0, or -ENOTCONN /
+ * -ENOMEM (done never runs).
+ */
+int cluster_topic_create(struct cluster *cl, const char *name, const char *assignment, const char *config,
+			 cluster_done_fn *done, void *arg);
+
 #endif

@@ -327,6 +327,44 @@ int znode_cluster_id_decode(const char *json, size_t len, char *id, size_t idlen
 	return err;
 }
 
+char *znode_topic_encode(const int32_t *replicas, int32_t nparts, int32_t rf, const char *topic_id)
+{
+	json_t *root = json_object(), *parts = json_object();
+	bool ok = root && parts;
+
+	for (int32_t p = 0; ok && p < nparts; p++) {
+		json_t *ids = json_array();
+		char key[16];
+
+		ok = ids != NULL;
+		for (int32_t r = 0; ok && r < rf; r++)
+			ok = json_array_append_new(ids, json_integer(replicas[(size_t)p * (size_t)rf + (size_t)r])) ==
+			     0;
+		snprintf(key, sizeof(key), "%d", p);
+		ok = znode_set(parts, key, ids) && ok;
+	}
+	ok = znode_set(root, "partitions", parts) && ok;
+	if (ok && znode_set(root, "version", json_integer(3)) && znode_set(root, "topic_id", json_string(topic_id)) &&
+	    znode_set(root, "adding_replicas", json_object()) && znode_set(root, "removing_replicas", json_object()))
+		return znode_dump(root);
+	json_decref(root);
+	return NULL;
+}
+
+char *znode_topic_config_encode(const char *const *names, const char *const *values, int n)
+{
+	json_t *root = json_object(), *cfg = json_object();
+	bool ok = root && cfg;
+
+	for (int i = 0; ok && i < n; i++)
+		ok = znode_set(cfg, names[i], json_string(values[i]));
+	ok = znode_set(root, "config", cfg) && ok;
+	if (ok && znode_set(root, "version", json_integer(1)))
+		return znode_dump(root);
+	json_decref(root);
+	return NULL;
+}
+
 /* Decimal 0..INT32_MAX, nothing else. */
 static int znode_int_parse(const char *s, size_t len, int32_t *out)
 {

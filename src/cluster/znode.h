@@ -13,6 +13,10 @@
  *   /controller              ephemeral {"version":1,"brokerid":1,"timestamp":"1700000000000"}
  *   /controller_epoch        the epoch as decimal text, "1" after the first election
  *   ZNODE_PERSISTENT_PATHS   created (null data) at start-up, as Kafka does
+ *   /brokers/topics/<t>      a topic's replica assignment, version 3:
+ *                            {"version":3,"partitions":{"0":[1,2]},"topic_id":"<22-char id>",
+ *                             "adding_replicas":{},"removing_replicas":{}}
+ *   /config/topics/<t>       the topic's config overrides {"version":1,"config":{"k":"v"}}
  *
  * Decoders never trust the bytes: anything malformed is -EBADMSG, never an
  * assertion, since another (possibly newer or foreign) broker wrote them.
@@ -28,6 +32,8 @@
 #define ZNODE_BROKER_IDS "/brokers/ids"
 #define ZNODE_CONTROLLER "/controller"
 #define ZNODE_CONTROLLER_EPOCH "/controller_epoch"
+#define ZNODE_TOPICS "/brokers/topics"
+#define ZNODE_TOPIC_CONFIGS "/config/topics"
 
 /* Kafka's persistent paths (ZkData's PersistentZkPaths), made at start-up; NULL-terminated. */
 extern const char *const znode_persistent_paths[];
@@ -78,6 +84,15 @@ int znode_cluster_id_decode(const char *json, size_t len, char *id, size_t idlen
 
 /* /controller_epoch: plain decimal, 0 .. INT32_MAX.  0 or -EBADMSG. */
 int znode_epoch_decode(const char *text, size_t len, int32_t *epoch);
+
+/*
+ * /brokers/topics/<t>: replicas[p * rf + r] is replica r of partition p
+ * (nparts partitions of rf replicas each); topic_id base64url.  NULL when
+ * out of memory.
+ */
+char *znode_topic_encode(const int32_t *replicas, int32_t nparts, int32_t rf, const char *topic_id);
+/* /config/topics/<t>: n overrides, names[i] = values[i]. */
+char *znode_topic_config_encode(const char *const *names, const char *const *values, int n);
 
 /* Parses a child name of /brokers/ids as a broker id.  0 or -EINVAL. */
 int znode_broker_id_parse(const char *name, int32_t *id);

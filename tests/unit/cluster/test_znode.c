@@ -238,6 +238,35 @@ static void test_persistent_paths(void **state)
 	}
 }
 
+/* A topic's assignment and config documents have exactly Kafka's keys (version 3 with topic_id). */
+static void test_topic_documents(void **state)
+{
+	const int32_t replicas[] = { 1, 2, 2, 3 };
+	const char *names[] = { "cleanup.policy", "retention.ms" }, *values[] = { "compact", "1000" };
+	char *doc = znode_topic_encode(replicas, 2, 2, "AAAAAAAAAAAAAAAAAAAAAA");
+	json_t *got, *exp;
+
+	(void)state;
+	assert_non_null(doc);
+	got = load(doc);
+	exp = load("{\"version\":3,\"partitions\":{\"0\":[1,2],\"1\":[2,3]},\"topic_id\":"
+		   "\"AAAAAAAAAAAAAAAAAAAAAA\",\"adding_replicas\":{},\"removing_replicas\":{}}");
+	assert_true(json_equal(got, exp));
+	json_decref(got);
+	json_decref(exp);
+	free(doc);
+	doc = znode_topic_config_encode(names, values, 2);
+	got = load(doc);
+	exp = load("{\"version\":1,\"config\":{\"cleanup.policy\":\"compact\",\"retention.ms\":\"1000\"}}");
+	assert_true(json_equal(got, exp));
+	json_decref(got);
+	json_decref(exp);
+	free(doc);
+	doc = znode_topic_config_encode(NULL, NULL, 0);
+	assert_string_equal(doc, "{\"config\":{},\"version\":1}");
+	free(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +280,7 @@ int main(void)
 		cmocka_unit_test(test_cluster_id),
 		cmocka_unit_test(test_epoch_and_ids),
 		cmocka_unit_test(test_persistent_paths),
+		cmocka_unit_test(test_topic_documents),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
