@@ -27,6 +27,8 @@ static void controller_set_state(struct controller *ctl, enum controller_state t
 	log_debug(LOGC_CLUSTER, "cluster", "controller state %s -> %s", controller_state_names[ctl->state],
 		  controller_state_names[to]);
 	ctl->state = to;
+	if (to == CONTROLLER_ACTIVE && ctl->on_active)
+		ctl->on_active(ctl->on_active_arg);
 }
 
 /* A request that could not even be queued: the session is going away; its successor starts over. */

@@ -17,8 +17,8 @@
  *   WATCHING/ACTIVE --watch fired--> WATCHING         (read /controller again)
  *   any --controller_session_lost()--> IDLE           (an expired session resigned us)
  *
- * What the controller does once elected (topic assignment, LeaderAndIsr,
- * UpdateMetadata) is not here yet: this module only decides who it is.
+ * This module only decides who it is; on becoming controller it calls
+ * on_active, and what the controller then does is in leaders.h.
  */
 #ifndef GREGOR_CLUSTER_CONTROLLER_H
 #define GREGOR_CLUSTER_CONTROLLER_H
@@ -38,6 +38,8 @@ struct controller {
 	int32_t next_epoch; /* ELECTING: the epoch being written */
 	int64_t session_id; /* of the registered session: /controller is ours only if this session owns it */
 	enum controller_state state;
+	void (*on_active)(void *arg); /* called on becoming controller (set by the owner) */
+	void *on_active_arg;
 };
 
 void controller_init(struct controller *ctl, struct zk *zk, int32_t broker_id);
