@@ -44,6 +44,7 @@
 #include "broker/creator.h"
 #include "broker/syncer.h"
 #include "broker/topic_zk.h"
+#include "cluster/cluster.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -511,6 +512,8 @@ static int16_t delete_one(struct req *rq, struct kstr name)
 		}
 	if (registry_delete(rq->b->reg, t) < 0)
 		return KERR_UNKNOWN_SERVER_ERROR;
+	if (rq->b->cluster)
+		cluster_topic_delete(rq->b->cluster, req_cstr(rq, name));
 	return KERR_NONE;
 }
 

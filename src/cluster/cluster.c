@@ -26,6 +26,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "cluster/controller.h"
+#include "cluster/deleter.h"
 #include "cluster/leaders.h"
 #include "cluster/zk.h"
 #include "net/loop.h"
@@ -59,6 +60,7 @@ struct cluster {
 	unsigned list_seq;      /* the latest listing of /brokers/ids */
 	bool listed;            /* brokers holds a listing read in this process */
 	struct leaders leaders; /* as controller: the partition states (leaders.h) */
+	struct deleter deleter; /* as controller: topics marked for deletion (deleter.h) */
 };
 
 /* One listing of /brokers/ids under way: the registrations read so far. */
@@ -125,7 +127,10 @@ static void cluster_run_leaders(struct cluster *cl)
 
 static void cluster_on_active(void *arg)
 {
-	cluster_run_leaders(arg);
+	struct cluster *cl = arg;
+
+	deleter_run(&cl->deleter);
+	cluster_run_leaders(cl);
 }
 
 /* Logs the membership when it changed, then installs the listing's brokers. */
@@ -527,6 +532,8 @@ static void cluster_on_event(void *arg, enum zk_event ev, const char *path, int6
 			cluster_watch_brokers(cl);
 		else if (leaders_watches(path))
 			cluster_run_leaders(cl);
+		else if (deleter_watches(path) && controller_is_active(&cl->ctl))
+			deleter_run(&cl->deleter);
 		break;
 	case ZK_EV_CREATED:
 	case ZK_EV_DELETED:
@@ -592,6 +599,7 @@ int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct clust
 	cl->ctl.on_active = cluster_on_active;
 	cl->ctl.on_active_arg = cl;
 	leaders_init(&cl->leaders, cl->zk);
+	deleter_init(&cl->deleter, cl->zk);
 	log_info("cluster mode: broker %d joining through zookeeper %s", cfg->broker_id, cfg->zookeeper_connect);
 	cluster_connect(cl);
 	*out = cl;
@@ -605,6 +613,7 @@ void cluster_stop(struct cluster *cl)
 	loop_timer_cancel(cl->loop, &cl->conn_timer);
 	loop_timer_cancel(cl->loop, &cl->retry_timer);
 	leaders_stop(&cl->leaders);
+	deleter_stop(&cl->deleter);
 	zk_free(cl->zk); /* closes the session: our registration and /controller go at once */
 	free(cl->registration);
 	free(cl->brokers);
@@ -681,4 +690,25 @@ int cluster_topic_create(struct cluster *cl, const char *name, const char *assig
 	if (rc < 0)
 		free(call);
 	return rc < 0 ? -ENOTCONN : 0;
+}
+
+static void cluster_on_marked(void *arg, const struct zk_reply *rep)
+{
+	char *name = arg;
+
+	if (rep->rc != ZOK && rep->rc != ZNODEEXISTS)
+		log_warn("topic '%s': cannot mark it for deletion in zookeeper (%s); its znodes stay", name,
+			 zerror(rep->rc));
+	free(name);
+}
+
+void cluster_topic_delete(struct cluster *cl, const char *name)
+{
+	char path[320], *copy = strdup(name);
+
+	snprintf(path, sizeof(path), "%s/%s", ZNODE_DELETE_TOPICS, name);
+	if (!copy || zk_create(cl->zk, path, NULL, -1, false, cluster_on_marked, copy)) {
+		log_warn("topic '%s': cannot mark it for deletion in zookeeper (not connected); its znodes stay", name);
+		free(copy);
+	}
 }

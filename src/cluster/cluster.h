@@ -80,5 +80,11 @@ typedef void cluster_done_fn(void *arg, int err);
  */
 int cluster_topic_create(struct cluster *cl, const char *name, const char *assignment, const char *config,
 			 cluster_done_fn *done, void *arg);
+/*
+ * Marks topic name for deletion (/admin/delete_topics/<name>), as Kafka's
+ * DeleteTopics does; the controller removes its znodes (deleter.h).  A
+ * failure is logged: the znodes then stay until the mark is made again.
+ */
+void cluster_topic_delete(struct cluster *cl, const char *name);
 
 #endif

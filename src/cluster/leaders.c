@@ -25,6 +25,8 @@ struct leaders_pass {
 	int32_t *live;
 	int nlive;
 	int32_t epoch;
+	char **marked; /* topics under /admin/delete_topics: left to the deletion (deleter.h) */
+	int nmarked;
 };
 
 /* One partition being looked at. */
@@ -46,6 +48,9 @@ static void leaders_pass_end(struct leaders_pass *pass)
 	ls->running = false;
 	if (pass->conflict)
 		ls->again = true;
+	for (int i = 0; i < pass->nmarked; i++)
+		free(pass->marked[i]);
+	free(pass->marked);
 	free(pass->live);
 	free(pass);
 	if (ls->again && !ls->stopping)
@@ -83,26 +88,36 @@ static void leaders_on_written(void *arg, const struct zk_reply *rep)
 static void leaders_ignore(void *arg, const struct zk_reply *rep)
 {
 	(void)arg;
-	(void)rep; /* the create of the state that follows reports what matters */
+	(void)rep; /* a parent of a state: the create of the state reports what matters */
 }
 
-/* Writes st (a new state znode when version < 0, else a set conditional on version); takes lp. */
+/*
+ * Writes st (a new state znode when version < 0, else a set conditional on
+ * version); takes lp.  A new state's parents are created one by one, not
+ * with zk_ensure_path(): a topic deleted meanwhile must not come back.
+ */
 static void leaders_write(struct leaders_part *lp, const struct znode_state *st, int32_t version)
 {
 	char path[384], *doc = znode_state_encode(st);
 	struct zk_op op = { .type = version < 0 ? ZK_OP_CREATE : ZK_OP_SET, .path = path, .version = version };
+	struct zk *zk = lp->pass->ls->zk;
 	int err = -ENOMEM;
 
 	log_info("partition %s-%d: leader %d (leader epoch %d)", lp->topic, lp->partition, st->leader,
 		 st->leader_epoch);
-	snprintf(path, sizeof(path), "%s/%s/partitions/%d", ZNODE_TOPICS, lp->topic, lp->partition);
-	if (doc && version < 0)
-		zk_ensure_path(lp->pass->ls->zk, path, leaders_ignore, NULL);
+	snprintf(path, sizeof(path), "%s/%s/partitions", ZNODE_TOPICS, lp->topic);
+	if (doc && version < 0) {
+		zk_create(zk, path, NULL, -1, false, leaders_ignore, NULL);
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%d", lp->partition);
+		zk_create(zk, path, NULL, -1, false, leaders_ignore, NULL);
+	} else {
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%d", lp->partition);
+	}
 	strcat(path, "/state");
 	if (doc) {
 		op.data = doc;
 		op.len = (int)strlen(doc);
-		err = zk_multi(lp->pass->ls->zk, &op, 1, leaders_on_written, lp);
+		err = zk_multi(zk, &op, 1, leaders_on_written, lp);
 	}
 	free(doc);
 	if (err) {
@@ -222,13 +237,33 @@ static void leaders_on_topic(void *arg, const struct zk_reply *rep)
 	free(lt);
 }
 
+static bool leaders_marked(const struct leaders_pass *pass, const char *topic)
+{
+	for (int i = 0; i < pass->nmarked; i++)
+		if (!strcmp(pass->marked[i], topic))
+			return true;
+	return false;
+}
+
+/* Reply to the listing of /admin/delete_topics, which comes before that of /brokers/topics. */
+static void leaders_on_marked(void *arg, const struct zk_reply *rep)
+{
+	struct leaders_pass *pass = arg;
+
+	if (rep->rc == ZOK && rep->nchildren > 0 && (pass->marked = calloc((size_t)rep->nchildren, sizeof(char *))))
+		for (int i = 0; i < rep->nchildren; i++)
+			if ((pass->marked[pass->nmarked] = strdup(rep->children[i])))
+				pass->nmarked++;
+	leaders_pass_end(pass);
+}
+
 static void leaders_on_topics(void *arg, const struct zk_reply *rep)
 {
 	struct leaders_pass *pass = arg;
 
 	for (int i = 0; rep->rc == ZOK && i < rep->nchildren; i++) {
 		size_t n = strlen(rep->children[i]);
-		struct leaders_topic *lt = malloc(sizeof(*lt) + n + 1);
+		struct leaders_topic *lt = leaders_marked(pass, rep->children[i]) ? NULL : malloc(sizeof(*lt) + n + 1);
 		char path[384];
 
 		if (!lt)
@@ -262,9 +297,11 @@ static void leaders_start(struct leaders *ls)
 	pass->nlive = ls->nlive;
 	pass->epoch = ls->epoch;
 	pass->ls = ls;
-	pass->pending = 1;
+	pass->pending = 2;
 	ls->running = true;
-	if (zk_children(ls->zk, ZNODE_TOPICS, true, leaders_on_topics, pass)) {
+	if (zk_children(ls->zk, ZNODE_DELETE_TOPICS, false, leaders_on_marked, pass))
+		pass->pending--;
+	if (zk_children(ls->zk, ZNODE_TOPICS, true, leaders_on_topics, pass) && --pass->pending == 0) {
 		ls->running = false;
 		free(pass->live);
 		free(pass);

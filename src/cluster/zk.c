@@ -182,6 +182,14 @@ static void zk_on_string(int rc, const char *value, const void *data)
 	zk_push(m->zk, m);
 }
 
+static void zk_on_void(int rc, const void *data)
+{
+	struct zk_msg *m = (struct zk_msg *)data;
+
+	m->rep.rc = rc;
+	zk_push(m->zk, m);
+}
+
 static void zk_on_data(int rc, const char *value, int len, const struct Stat *st, const void *data)
 {
 	struct zk_msg *m = (struct zk_msg *)data;
@@ -467,6 +475,20 @@ int zk_create(struct zk *zk, const char *path, const char *data, int len, bool e
 	}
 	return zk_submitted(m, zoo_acreate(zk->zh, full, data, len, &ZOO_OPEN_ACL_UNSAFE,
 					   ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT, zk_on_string, m));
+}
+
+int zk_delete(struct zk *zk, const char *path, int32_t version, zk_done_fn *done, void *arg)
+{
+	struct zk_msg *m = zk_call(zk, done, arg);
+	char full[ZK_PATH_MAX];
+
+	if (!m)
+		return zk->zh ? -ENOMEM : -ENOTCONN;
+	if (zk_full(zk, path, full)) {
+		free(m);
+		return -ENAMETOOLONG;
+	}
+	return zk_submitted(m, zoo_adelete(zk->zh, full, version, zk_on_void, m));
 }
 
 /* get, exists and children: the same shape, one client call each. */

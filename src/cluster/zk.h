@@ -91,6 +91,8 @@ int32_t zk_session_timeout_ms(const struct zk *zk);
  * data NULL with len -1 stores null data, as Kafka's persistent paths hold.
  */
 int zk_create(struct zk *zk, const char *path, const char *data, int len, bool ephemeral, zk_done_fn *done, void *arg);
+/* Deletes path if its version is version (-1: any); ZNOTEMPTY while it has children. */
+int zk_delete(struct zk *zk, const char *path, int32_t version, zk_done_fn *done, void *arg);
 int zk_get(struct zk *zk, const char *path, bool watch, zk_done_fn *done, void *arg);
 int zk_exists(struct zk *zk, const char *path, bool watch, zk_done_fn *done, void *arg);
 int zk_children(struct zk *zk, const char *path, bool watch, zk_done_fn *done, void *arg);

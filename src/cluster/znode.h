@@ -37,6 +37,7 @@
 #define ZNODE_CONTROLLER_EPOCH "/controller_epoch"
 #define ZNODE_TOPICS "/brokers/topics"
 #define ZNODE_TOPIC_CONFIGS "/config/topics"
+#define ZNODE_DELETE_TOPICS "/admin/delete_topics"
 
 /* Kafka's persistent paths (ZkData's PersistentZkPaths), made at start-up; NULL-terminated. */
 extern const char *const znode_persistent_paths[];

@@ -15,6 +15,9 @@ reads the znodes.
      partitions to leader -1 with the new controller epoch; a topic created
      within session timeout + 5 s gets its states from the new controller;
      the old controller restarted leads its partitions again
+  4. DeleteTopics of a topic with states marks /admin/delete_topics/<t>; the
+     controller removes the states, partitions, assignment, config and mark,
+     and the name can be created again through another broker
 """
 
 import json
@@ -49,6 +52,21 @@ def create(b, topic, nparts):
                         kwire.array([])) + kwire.i32(15000) + kwire.i8(0))
     r = kwire.call(b.port, 19, 1, body)
     eq(kwire.parse_create_topics_v1(r.d[r.p:])[topic][0], 0, "CreateTopics of %s through %s" % (topic, b.bootstrap))
+
+
+def delete(b, topic):
+    r = kwire.call(b.port, 20, 1, kwire.array([topic], kwire.string) + kwire.i32(15000))
+    r.i32()
+    eq(dict(r.array(lambda r: (r.string(), r.i16()))), {topic: 0}, "DeleteTopics of %s" % topic)
+
+
+def deletion(zc, maker, other, topic):
+    paths = ["/brokers/topics/" + topic, "/config/topics/" + topic, "/admin/delete_topics/" + topic]
+    check(all(zc.exists(CHROOT + p) for p in paths[:2]), "%s has no znodes to delete" % topic)
+    delete(maker, topic)
+    wait_until(lambda: not any(zc.exists(CHROOT + p) for p in paths), 10, "znodes of %s deleted" % topic)
+    create(other, topic, 2)
+    eq(len(assignment(zc, topic)), 2, "%s created again" % topic)
 
 
 def assignment(zc, topic):
@@ -147,6 +165,8 @@ def test():
             wait_states(zc, "lead12", 12,
                         lambda p: (ctl, 2, [ctl]) if a[p] == ctl else after_failover(p),
                         "the old controller leads again", 20)
+            deletion(zc, ids[live[0]], ids[live[1]], "after")
+            log("'after' deleted from zookeeper and created again")
             for b_ in brokers:
                 eq(b_.stop(), 0, "exit status of %s" % b_.bootstrap)
         except BaseException:
