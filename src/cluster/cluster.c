@@ -121,7 +121,7 @@ static void cluster_run_leaders(struct cluster *cl)
 	}
 	for (int i = 0; i < cl->nbrokers; i++)
 		ids[i] = cl->brokers[i].id;
-	leaders_run(&cl->leaders, ids, cl->nbrokers, cl->ctl.epoch);
+	leaders_run(&cl->leaders, ids, cl->nbrokers, cl->ctl.epoch, cl->ctl.epoch_version);
 	free(ids);
 }
 

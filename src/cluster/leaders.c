@@ -25,6 +25,7 @@ struct leaders_pass {
 	int32_t *live;
 	int nlive;
 	int32_t epoch;
+	int32_t epoch_version;
 	char **marked; /* topics under /admin/delete_topics: left to the deletion (deleter.h) */
 	int nmarked;
 };
@@ -77,7 +78,10 @@ static void leaders_on_written(void *arg, const struct zk_reply *rep)
 {
 	struct leaders_part *lp = arg;
 
-	if (rep->rc == ZBADVERSION || rep->rc == ZNODEEXISTS)
+	if (rep->rc != ZOK && rep->failed_op == 0)
+		log_info("partition %s-%d: state not written: %s changed (no longer controller?)", lp->topic,
+			 lp->partition, ZNODE_CONTROLLER_EPOCH);
+	else if (rep->rc == ZBADVERSION || rep->rc == ZNODEEXISTS)
 		lp->pass->conflict = true;
 	else if (rep->rc != ZOK && rep->rc != ZCLOSING)
 		log_warn("partition %s-%d: writing its state: %s", lp->topic, lp->partition, zerror(rep->rc));
@@ -99,7 +103,10 @@ static void leaders_ignore(void *arg, const struct zk_reply *rep)
 static void leaders_write(struct leaders_part *lp, const struct znode_state *st, int32_t version)
 {
 	char path[384], *doc = znode_state_encode(st);
-	struct zk_op op = { .type = version < 0 ? ZK_OP_CREATE : ZK_OP_SET, .path = path, .version = version };
+	struct zk_op ops[2] = {
+		{ .type = ZK_OP_CHECK, .path = ZNODE_CONTROLLER_EPOCH, .version = lp->pass->epoch_version },
+		{ .type = version < 0 ? ZK_OP_CREATE : ZK_OP_SET, .path = path, .version = version },
+	};
 	struct zk *zk = lp->pass->ls->zk;
 	int err = -ENOMEM;
 
@@ -115,9 +122,9 @@ static void leaders_write(struct leaders_part *lp, const struct znode_state *st,
 	}
 	strcat(path, "/state");
 	if (doc) {
-		op.data = doc;
-		op.len = (int)strlen(doc);
-		err = zk_multi(zk, &op, 1, leaders_on_written, lp);
+		ops[1].data = doc;
+		ops[1].len = (int)strlen(doc);
+		err = zk_multi(zk, ops, 2, leaders_on_written, lp);
 	}
 	free(doc);
 	if (err) {
@@ -296,6 +303,7 @@ static void leaders_start(struct leaders *ls)
 	memcpy(pass->live, ls->live, sizeof(*pass->live) * (size_t)ls->nlive);
 	pass->nlive = ls->nlive;
 	pass->epoch = ls->epoch;
+	pass->epoch_version = ls->epoch_version;
 	pass->ls = ls;
 	pass->pending = 2;
 	ls->running = true;
@@ -314,7 +322,7 @@ void leaders_init(struct leaders *ls, struct zk *zk)
 	ls->zk = zk;
 }
 
-void leaders_run(struct leaders *ls, const int32_t *live, int nlive, int32_t controller_epoch)
+void leaders_run(struct leaders *ls, const int32_t *live, int nlive, int32_t controller_epoch, int32_t epoch_version)
 {
 	int32_t *copy = malloc(sizeof(*copy) * (size_t)(nlive > 0 ? nlive : 1));
 
@@ -327,6 +335,7 @@ void leaders_run(struct leaders *ls, const int32_t *live, int nlive, int32_t con
 	ls->live = copy;
 	ls->nlive = nlive;
 	ls->epoch = controller_epoch;
+	ls->epoch_version = epoch_version;
 	if (ls->running)
 		ls->again = true;
 	else

@@ -16,8 +16,11 @@
  *                                     election only: unclean.leader.election.enable=false),
  *                                     leader epoch + 1, ISR: its live members
  *
- * Writes are conditional on the state znode's version; a conflict runs
- * the pass again.  The cluster layer starts a pass when this broker
+ * Each write is one multi-op with a check that /controller_epoch is still
+ * at the version this controller wrote (so a controller that lost its
+ * place writes nothing, as Kafka's checkController op ensures) and is
+ * conditional on the state znode's version; a state conflict runs the
+ * pass again.  The cluster layer starts a pass when this broker
  * becomes controller, when the live brokers change and when a topic is
  * added; a pass asked for while one runs follows it.  Every callback runs
  * on the loop thread (zk.h).
@@ -37,12 +40,17 @@ struct leaders {
 	bool stopping; /* cluster_stop(): start nothing more */
 	int32_t *live; /* the latest live broker ids (malloc'd) */
 	int nlive;
-	int32_t epoch; /* the controller epoch written into states */
+	int32_t epoch;         /* the controller epoch written into states */
+	int32_t epoch_version; /* /controller_epoch's version: every write checks it */
 };
 
 void leaders_init(struct leaders *ls, struct zk *zk);
-/* Starts a pass with these live brokers and controller epoch (or queues one after the pass under way). */
-void leaders_run(struct leaders *ls, const int32_t *live, int nlive, int32_t controller_epoch);
+/*
+ * Starts a pass with these live brokers and controller epoch, held in
+ * /controller_epoch at znode version epoch_version (or queues one after the
+ * pass under way).
+ */
+void leaders_run(struct leaders *ls, const int32_t *live, int nlive, int32_t controller_epoch, int32_t epoch_version);
 /* True if path is the one whose child events ask for a pass (/brokers/topics). */
 bool leaders_watches(const char *path);
 /* Before zk_free(): passes under way end without starting another; frees what ls holds. */

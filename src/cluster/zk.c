@@ -605,8 +605,10 @@ int zk_multi(struct zk *zk, const struct zk_op *ops, int n, zk_done_fn *done, vo
 			zoo_create_op_init(&zops[i], full[i], ops[i].data, ops[i].len, &ZOO_OPEN_ACL_UNSAFE,
 					   ops[i].ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT, m->bufs[i],
 					   sizeof(m->bufs[i]));
-		else
+		else if (ops[i].type == ZK_OP_SET)
 			zoo_set_op_init(&zops[i], full[i], ops[i].data, ops[i].len, ops[i].version, &m->stats[i]);
+		else
+			zoo_check_op_init(&zops[i], full[i], ops[i].version);
 	}
 	return zk_submitted(m, zoo_amulti(zk->zh, n, zops, m->results, zk_on_multi, m));
 }

@@ -18,6 +18,9 @@ reads the znodes.
   4. DeleteTopics of a topic with states marks /admin/delete_topics/<t>; the
      controller removes the states, partitions, assignment, config and mark,
      and the name can be created again through another broker
+  5. /controller_epoch moved on by someone else (as a newer controller would):
+     the controller, which lost its place without noticing, writes no state
+     when a broker dies (each write checks the epoch's znode version)
 """
 
 import json
@@ -67,6 +70,24 @@ def deletion(zc, maker, other, topic):
     wait_until(lambda: not any(zc.exists(CHROOT + p) for p in paths), 10, "znodes of %s deleted" % topic)
     create(other, topic, 2)
     eq(len(assignment(zc, topic)), 2, "%s created again" % topic)
+
+
+def zombie(zc, ids, ctl, a):
+    """The epoch taken from under the controller: a broker's death changes no state."""
+    data, stat = zc.get(CHROOT + "/controller_epoch")
+    zc.set(CHROOT + "/controller_epoch", str(int(data) + 1).encode(), version=stat.version)
+    x = [i for i in (1, 2, 3) if i != ctl][0]
+    before = states(zc, "lead12", 12)
+    ids[x].proc.send_signal(signal.SIGKILL)
+    ids[x].proc.wait(timeout=10)
+    ids[x].proc = None
+    wait_until(lambda: not zc.exists(CHROOT + "/brokers/ids/%d" % x), SESSION_MS / 1000 + 10,
+               "broker %d's registration gone" % x)
+    wait_until(lambda: "state not written" in ids[ctl].log_text() or states(zc, "lead12", 12) != before, 10,
+               "the controller's attempt")
+    eq(states(zc, "lead12", 12), before, "states after a write by a controller that lost its epoch")
+    check(any(a[p] == x for p in range(12)), "broker %d leads nothing" % x)
+    return x
 
 
 def assignment(zc, topic):
@@ -167,8 +188,12 @@ def test():
                         "the old controller leads again", 20)
             deletion(zc, ids[live[0]], ids[live[1]], "after")
             log("'after' deleted from zookeeper and created again")
+            cur = controller(zc)[0]
+            dead = zombie(zc, ids, cur, a)
+            log("controller %d without its epoch: broker %d's death wrote no state" % (cur, dead))
             for b_ in brokers:
-                eq(b_.stop(), 0, "exit status of %s" % b_.bootstrap)
+                if b_ is not ids[dead]:
+                    eq(b_.stop(), 0, "exit status of %s" % b_.bootstrap)
         except BaseException:
             for b_ in brokers:
                 b_.dump_log()
