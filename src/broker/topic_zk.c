@@ -93,3 +93,15 @@ int topic_zk_create(struct req *rq, const struct CreateTopicsRequestTopic *in, i
 	free(config);
 	return rc;
 }
+
+int topic_zk_autocreate(struct req *rq, struct kstr name, int32_t nparts, const struct kuuid *id, cluster_done_fn *done,
+			void *arg)
+{
+	struct CreateTopicsRequestTopic in;
+
+	CreateTopicsRequestTopic_init(&in);
+	in.Name = name;
+	in.NumPartitions = nparts;
+	in.ReplicationFactor = 1;
+	return topic_zk_create(rq, &in, nparts, 1, id, done, arg);
+}

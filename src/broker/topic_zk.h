@@ -27,5 +27,8 @@ bool topic_zk_is_live(const struct broker *b, int32_t id);
  */
 int topic_zk_create(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t nparts, int32_t rf,
 		    const struct kuuid *id, cluster_done_fn *done, void *arg);
+/* The same for an auto-created topic: nparts partitions, RF 1, no config overrides. */
+int topic_zk_autocreate(struct req *rq, struct kstr name, int32_t nparts, const struct kuuid *id, cluster_done_fn *done,
+			void *arg);
 
 #endif

@@ -15,6 +15,8 @@ ZooKeeper (tests/lib/zookeeper.py) and three brokers in the chroot
      nothing written
   4. validate_only writes nothing; a manual assignment to a live broker is written
      as given, one to an unknown broker is INVALID_REPLICA_ASSIGNMENT
+  5. a topic auto-created by a Metadata request to broker 1 is written to
+     ZooKeeper; the same Metadata request to broker 2 makes no second copy
 """
 
 import json
@@ -86,6 +88,27 @@ def already_exists(zc, brokers):
     eq(len(zjson(zc, "/brokers/topics/" + TOPIC)["partitions"]), 12, "the first assignment stays")
 
 
+def metadata_autocreate(b, topic):
+    """Metadata v4 for topic with AllowAutoTopicCreation -> the topic's error code."""
+    r = kwire.call(b.port, 3, 4, kwire.array([topic], kwire.string) + kwire.i8(1))
+    r.i32()
+    r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))
+    r.string()
+    r.i32()
+    eq(r.i32(), 1, "topics in the answer")
+    return r.i16()
+
+
+def autocreate(zc, brokers):
+    eq(metadata_autocreate(brokers[0], "auto1"), 0, "auto-creation through broker 1")
+    doc = zjson(zc, "/brokers/topics/auto1")
+    eq((doc["version"], len(doc["partitions"])), (3, 1), "auto1's assignment (num.partitions 1)")
+    eq(zjson(zc, "/config/topics/auto1"), {"version": 1, "config": {}}, "auto1's config")
+    eq(metadata_autocreate(brokers[1], "auto1"), KafkaError.UNKNOWN_TOPIC_OR_PART, "auto1 through broker 2")
+    eq(kwire.metadata_topic_error(brokers[1].port, "auto1"), KafkaError.UNKNOWN_TOPIC_OR_PART,
+       "broker 2 made no copy of auto1")
+
+
 def refused(zc, brokers):
     eq(create(brokers[0], "rf4", num_partitions=1, replication_factor=4), KafkaError.INVALID_REPLICATION_FACTOR,
        "RF 4 with 3 brokers")
@@ -114,6 +137,7 @@ def test():
             spread(zc, brokers)
             already_exists(zc, brokers)
             refused(zc, brokers)
+            autocreate(zc, brokers)
             for b in brokers:
                 eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
         except BaseException:
