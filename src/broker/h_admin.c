@@ -574,12 +574,101 @@ static int16_t partitions_check(struct req *rq, const struct CreatePartitionsReq
 	}
 	for (int32_t i = 0; i < adding; i++) {
 		if (!admin_replicas_ok(rq, &in->Assignments.v[i].BrokerIds)) {
-			*msg = req_printf(rq, "Partition %d may only be assigned to broker %d (this single node).",
-					  t->nparts_next + i, rq->b->node_id);
+			*msg = rq->b->cluster ? req_printf(rq,
+							   "Partition %d must be assigned to exactly one live broker "
+							   "(partitions are not replicated yet).",
+							   t->nparts_next + i)
+					      : req_printf(rq,
+							   "Partition %d may only be assigned to broker %d (this "
+							   "single node).",
+							   t->nparts_next + i, rq->b->node_id);
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
 	}
 	return KERR_NONE;
+}
+
+/* Cluster mode: CreatePartitions of entry slot, once ZooKeeper took the new assignment. */
+struct admin_grow {
+	struct admin_wait *w;
+	struct broker *b;
+	int32_t slot, total;
+	char name[];
+};
+
+static int16_t admin_grow_code(int err, const char *name, char *msg, size_t cap)
+{
+	snprintf(msg, cap,
+		 err == -ESTALE     ? "The partition count of '%s' in ZooKeeper is not this broker's; nothing added."
+		 : err == -ENOENT   ? "Topic '%s' is not in ZooKeeper; nothing added."
+		 : err == -EINVAL   ? "Replication factor of '%s' larger than the available brokers."
+		 : err == -ENOTCONN ? "Partitions of '%s' not added: ZooKeeper is not reachable."
+				    : "Cannot add partitions to '%s'.",
+		 name);
+	return err == -ESTALE     ? KERR_INVALID_PARTITIONS
+	       : err == -ENOENT   ? KERR_UNKNOWN_TOPIC_OR_PARTITION
+	       : err == -EINVAL   ? KERR_INVALID_REPLICATION_FACTOR
+	       : err == -ENOTCONN ? KERR_REQUEST_TIMED_OUT
+				  : KERR_UNKNOWN_SERVER_ERROR;
+}
+
+/* cluster_done_fn: the assignment is written (err 0): the partitions are made here as on a single node. */
+static void admin_grow_done(void *arg, int err)
+{
+	struct admin_grow *g = arg;
+	struct topic *t;
+	struct reg_build *b;
+	char msg[320];
+	int16_t code;
+
+	if (!err) {
+		t = registry_find(g->b->reg, kstr_c(g->name));
+		err = t ? creator_grow(g->b->creator, t, g->total, &b) : -ENOENT;
+		if (!err) {
+			b->done = admin_build_done;
+			b->waiter = g->w;
+			b->slot = g->slot;
+			free(g);
+			return;
+		}
+		log_error("cannot add partitions to '%s': %s", g->name, strerror(-err));
+		err = -EIO;
+	}
+	code = admin_grow_code(err, g->name, msg, sizeof(msg));
+	admin_end(g->w, g->slot, code, msg);
+	free(g);
+}
+
+/* Cluster mode: writes entry slot's new assignment; its partitions are made when ZooKeeper answers. */
+static int16_t admin_grow_zk(struct req *rq, const struct CreatePartitionsRequestTopic *in, const struct topic *t,
+			     int32_t slot, struct admin_wait **w, struct kstr *msg)
+{
+	int32_t adding = in->Count - t->nparts_next, *manual = NULL;
+	struct admin_grow *g = calloc(1, sizeof(*g) + strlen(t->name) + 1);
+	char text[320];
+	int rc = -ENOMEM;
+
+	if (in->Assignments.n > 0) {
+		manual = req_alloc(rq, (size_t)adding, sizeof(*manual));
+		for (int32_t i = 0; i < adding; i++)
+			manual[i] = in->Assignments.v[i].BrokerIds.v[0]; /* one each: partitions_check() */
+	}
+	if (g) {
+		*g = (struct admin_grow){ .b = rq->b, .slot = slot, .total = in->Count };
+		strcpy(g->name, t->name);
+		rc = cluster_topic_grow(rq->b->cluster, t->name, t->nparts_next, in->Count, manual, admin_grow_done, g);
+	}
+	if (rc) {
+		int16_t code = admin_grow_code(rc, t->name, text, sizeof(text));
+
+		free(g);
+		*msg = req_printf(rq, "%s", text);
+		return code;
+	}
+	admin_wait_add(rq, w);
+	g->w = *w;
+	*msg = req_printf(rq, "Timed out while the partitions were added; they will be.");
+	return KERR_REQUEST_TIMED_OUT; /* what the entry says if the timeout comes first */
 }
 
 static int16_t partitions_one(struct req *rq, const struct CreatePartitionsRequestTopic *in, bool validate_only,
@@ -595,6 +684,8 @@ static int16_t partitions_one(struct req *rq, const struct CreatePartitionsReque
 	err = partitions_check(rq, in, t, msg);
 	if (err || validate_only)
 		return err;
+	if (rq->b->cluster)
+		return admin_grow_zk(rq, in, t, slot, w, msg);
 	rc = creator_grow(rq->b->creator, t, in->Count, &b);
 	if (rc < 0) {
 		log_error("cannot add partitions to '%s': %s", t->name, strerror(-rc));

@@ -86,5 +86,17 @@ int cluster_topic_create(struct cluster *cl, const char *name, const char *assig
  * failure is logged: the znodes then stay until the mark is made again.
  */
 void cluster_topic_delete(struct cluster *cl, const char *name);
+/*
+ * Adds partitions to a topic as Kafka's CreatePartitions does: reads
+ * /brokers/topics/<name>, assigns partitions nparts .. total-1 (manual:
+ * one broker each, [total - nparts], or NULL for Kafka's algorithm started
+ * at partition 0's first replica, with its replication factor) and writes
+ * the whole assignment back, conditional on the version read.  done's err:
+ * 0, -ENOENT (no such topic), -ESTALE (it has not nparts partitions, or
+ * changed meanwhile), -EINVAL (replication factor above the live brokers),
+ * -ENOTCONN, -EIO.  0, or -ENOTCONN / -ENOMEM (done never runs).
+ */
+int cluster_topic_grow(struct cluster *cl, const char *name, int32_t nparts, int32_t total, const int32_t *manual,
+		       cluster_done_fn *done, void *arg);
 
 #endif

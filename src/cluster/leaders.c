@@ -279,7 +279,7 @@ static void leaders_on_topics(void *arg, const struct zk_reply *rep)
 		memcpy(lt->name, rep->children[i], n + 1);
 		snprintf(path, sizeof(path), "%s/%s", ZNODE_TOPICS, lt->name);
 		pass->pending++;
-		if (zk_get(pass->ls->zk, path, false, leaders_on_topic, lt)) {
+		if (zk_get(pass->ls->zk, path, true, leaders_on_topic, lt)) { /* watched: partitions added */
 			pass->pending--;
 			free(lt);
 		}
@@ -344,7 +344,9 @@ void leaders_run(struct leaders *ls, const int32_t *live, int nlive, int32_t con
 
 bool leaders_watches(const char *path)
 {
-	return path && !strcmp(path, ZNODE_TOPICS);
+	size_t n = strlen(ZNODE_TOPICS);
+
+	return path && !strncmp(path, ZNODE_TOPICS, n) && (!path[n] || (path[n] == '/' && !strchr(path + n + 1, '/')));
 }
 
 void leaders_stop(struct leaders *ls)

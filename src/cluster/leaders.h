@@ -6,7 +6,8 @@
  *   /brokers/topics/<t>/partitions/<p>/state  leader, leader epoch, ISR (written)
  *
  * A pass reads every topic under /brokers/topics (leaving a child watch so
- * that a new topic starts the next pass) and brings each partition's state
+ * that a new topic starts the next pass, and a data watch on each topic so
+ * that added partitions do) and brings each partition's state
  * in line with the live brokers:
  *
  *   no state yet, a replica live   -> leader: the first live replica, ISR [leader], leader epoch 0
@@ -51,7 +52,7 @@ void leaders_init(struct leaders *ls, struct zk *zk);
  * pass under way).
  */
 void leaders_run(struct leaders *ls, const int32_t *live, int nlive, int32_t controller_epoch, int32_t epoch_version);
-/* True if path is the one whose child events ask for a pass (/brokers/topics). */
+/* True if events of path ask for a pass: /brokers/topics (a topic added) or /brokers/topics/<t> (partitions added). */
 bool leaders_watches(const char *path);
 /* Before zk_free(): passes under way end without starting another; frees what ls holds. */
 void leaders_stop(struct leaders *ls);

@@ -416,6 +416,9 @@ int znode_topic_decode(const char *json, size_t len, struct znode_topic *out)
 	parts = json_object_get(root, "partitions");
 	if (json_is_object(parts) && json_object_size(parts) <= INT32_MAX)
 		err = znode_topic_parts(parts, out);
+	if (!err && json_is_string(json_object_get(root, "topic_id")))
+		snprintf(out->topic_id, sizeof(out->topic_id), "%s",
+			 json_string_value(json_object_get(root, "topic_id")));
 	if (err)
 		znode_topic_free(out);
 	json_decref(root);

@@ -102,6 +102,7 @@ char *znode_topic_config_encode(const char *const *names, const char *const *val
 
 /* A topic's assignment as read back: parts[p] lists partition p's replicas. */
 struct znode_topic {
+	char topic_id[32]; /* "" if the document has none (versions 1-2) */
 	int32_t nparts;
 	struct znode_replicas {
 		int32_t n;

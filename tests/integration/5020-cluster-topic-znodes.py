@@ -15,7 +15,10 @@ ZooKeeper (tests/lib/zookeeper.py) and three brokers in the chroot
      nothing written
   4. validate_only writes nothing; a manual assignment to a live broker is written
      as given, one to an unknown broker is INVALID_REPLICA_ASSIGNMENT
-  5. a topic auto-created by a Metadata request to broker 1 is written to
+  5. CreatePartitions of that topic to 15 through broker 2: the assignment in
+     ZooKeeper gets partitions 12-14, continuing the round-robin from partition
+     0's broker as Kafka does; the controller gives them leaders (states)
+  6. a topic auto-created by a Metadata request to broker 1 is written to
      ZooKeeper; the same Metadata request to broker 2 makes no second copy
 """
 
@@ -88,6 +91,27 @@ def already_exists(zc, brokers):
     eq(len(zjson(zc, "/brokers/topics/" + TOPIC)["partitions"]), 12, "the first assignment stays")
 
 
+def grow(zc, brokers):
+    leaders = [zjson(zc, "/brokers/topics/" + TOPIC)["partitions"][str(p)][0] for p in range(12)]
+    body = (kwire.array([TOPIC], lambda t: kwire.string(t) + kwire.i32(15) + kwire.i32(-1)) + kwire.i32(15000) +
+            kwire.i8(0))
+    r = kwire.call(brokers[1].port, 37, 1, body)
+    r.i32()
+    eq(r.array(lambda r: (r.string(), r.i16(), r.string())), [(TOPIC, 0, None)], "CreatePartitions to 15")
+    doc = zjson(zc, "/brokers/topics/" + TOPIC)
+    eq(sorted(doc["partitions"], key=int), [str(p) for p in range(15)], "partitions after CreatePartitions")
+    eq([doc["partitions"][str(p)][0] for p in range(12, 15)], leaders[:3], "new partitions continue the round-robin")
+    eq(len(doc["topic_id"]), 22, "topic_id kept")
+
+    def states_ok():
+        for p in range(12, 15):
+            path = CHROOT + "/brokers/topics/%s/partitions/%d/state" % (TOPIC, p)
+            if not zc.exists(path) or json.loads(zc.get(path)[0])["leader"] != doc["partitions"][str(p)][0]:
+                return False
+        return True
+    wait_until(states_ok, 10, "leaders of the added partitions")
+
+
 def metadata_autocreate(b, topic):
     """Metadata v4 for topic with AllowAutoTopicCreation -> the topic's error code."""
     r = kwire.call(b.port, 3, 4, kwire.array([topic], kwire.string) + kwire.i8(1))
@@ -138,6 +162,7 @@ def test():
             already_exists(zc, brokers)
             refused(zc, brokers)
             autocreate(zc, brokers)
+            grow(zc, brokers)
             for b in brokers:
                 eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
         except BaseException:
