@@ -25,10 +25,10 @@
 #include <string.h>
 #include <zookeeper/zookeeper.h>
 
-#include "cluster/assign.h"
 #include "cluster/controller.h"
 #include "cluster/deleter.h"
 #include "cluster/leaders.h"
+#include "cluster/topics.h"
 #include "cluster/zk.h"
 #include "net/loop.h"
 #include "util/clock.h"
@@ -647,195 +647,28 @@ bool cluster_registered(const struct cluster *cl)
 	return cl->state == CL_REGISTERED;
 }
 
-/* ---- topics ---- */
+/* ---- topics (topics.h), through this broker's session ---- */
 
-struct cluster_call {
-	cluster_done_fn *done;
-	void *arg;
-};
-
-static void cluster_on_topic_created(void *arg, const struct zk_reply *rep)
+static bool cluster_ready(const struct cluster *cl)
 {
-	struct cluster_call *call = arg;
-	int err = 0;
-
-	if (rep->rc == ZNODEEXISTS)
-		err = -EEXIST;
-	else if (rep->rc == ZCLOSING || rep->rc == ZCONNECTIONLOSS || rep->rc == ZSESSIONEXPIRED ||
-		 rep->rc == ZOPERATIONTIMEOUT)
-		err = -ENOTCONN;
-	else if (rep->rc != ZOK)
-		err = -EIO;
-	if (err && err != -EEXIST)
-		log_warn("creating a topic in zookeeper: %s", zerror(rep->rc));
-	call->done(call->arg, err);
-	free(call);
+	return cl->state == CL_REGISTERED && zk_is_open(cl->zk);
 }
 
 int cluster_topic_create(struct cluster *cl, const char *name, const char *assignment, const char *config,
 			 cluster_done_fn *done, void *arg)
 {
-	char cfg_path[320], topic_path[320];
-	struct zk_op ops[2] = {
-		{ .type = ZK_OP_CREATE, .path = cfg_path, .data = config, .len = (int)strlen(config) },
-		{ .type = ZK_OP_CREATE, .path = topic_path, .data = assignment, .len = (int)strlen(assignment) },
-	};
-	struct cluster_call *call;
-	int rc;
-
-	if (cl->state != CL_REGISTERED || !zk_is_open(cl->zk))
-		return -ENOTCONN;
-	snprintf(cfg_path, sizeof(cfg_path), "%s/%s", ZNODE_TOPIC_CONFIGS, name);
-	snprintf(topic_path, sizeof(topic_path), "%s/%s", ZNODE_TOPICS, name);
-	call = malloc(sizeof(*call));
-	if (!call)
-		return -ENOMEM;
-	call->done = done;
-	call->arg = arg;
-	rc = zk_multi(cl->zk, ops, 2, cluster_on_topic_created, call);
-	if (rc < 0)
-		free(call);
-	return rc < 0 ? -ENOTCONN : 0;
-}
-
-static void cluster_on_marked(void *arg, const struct zk_reply *rep)
-{
-	char *name = arg;
-
-	if (rep->rc != ZOK && rep->rc != ZNODEEXISTS)
-		log_warn("topic '%s': cannot mark it for deletion in zookeeper (%s); its znodes stay", name,
-			 zerror(rep->rc));
-	free(name);
+	return cluster_ready(cl) ? topics_create(cl->zk, name, assignment, config, done, arg) : -ENOTCONN;
 }
 
 void cluster_topic_delete(struct cluster *cl, const char *name)
 {
-	char path[320], *copy = strdup(name);
-
-	snprintf(path, sizeof(path), "%s/%s", ZNODE_DELETE_TOPICS, name);
-	if (!copy || zk_create(cl->zk, path, NULL, -1, false, cluster_on_marked, copy)) {
-		log_warn("topic '%s': cannot mark it for deletion in zookeeper (not connected); its znodes stay", name);
-		free(copy);
-	}
-}
-
-/* ---- adding partitions ---- */
-
-struct cluster_grow {
-	struct cluster *cl;
-	cluster_done_fn *done;
-	void *arg;
-	int32_t nparts, total;
-	int32_t *manual; /* [total - nparts] or NULL */
-	char path[320];
-};
-
-static void cluster_grow_end(struct cluster_grow *g, int err)
-{
-	g->done(g->arg, err);
-	free(g->manual);
-	free(g);
-}
-
-static int cluster_zk_err(int rc)
-{
-	return rc == ZOK                                                                                     ? 0
-	       : rc == ZNONODE                                                                               ? -ENOENT
-	       : rc == ZBADVERSION                                                                           ? -ESTALE
-	       : rc == ZCLOSING || rc == ZCONNECTIONLOSS || rc == ZSESSIONEXPIRED || rc == ZOPERATIONTIMEOUT ? -ENOTCONN
-													     : -EIO;
-}
-
-static void cluster_on_grown(void *arg, const struct zk_reply *rep)
-{
-	cluster_grow_end(arg, cluster_zk_err(rep->rc));
-}
-
-/* The new partitions' replicas into all[nparts * rf ..]: manual, or Kafka's start at partition 0's leader. */
-static int cluster_grow_assign(struct cluster_grow *g, const struct znode_topic *zt, int32_t rf, int32_t *all)
-{
-	struct cluster *cl = g->cl;
-	struct assign_broker *ab = malloc(sizeof(*ab) * (size_t)(cl->nbrokers > 0 ? cl->nbrokers : 1));
-	uint32_t start = 0;
-	int err;
-
-	if (!ab)
-		return -ENOMEM;
-	for (int i = 0; i < cl->nbrokers; i++) {
-		ab[i] = (struct assign_broker){ cl->brokers[i].id,
-						cl->brokers[i].has_rack ? cl->brokers[i].rack : NULL };
-		if (cl->brokers[i].id < zt->parts[0].ids[0])
-			start = (uint32_t)i + 1; /* brokers are sorted by id */
-	}
-	if (g->manual) {
-		for (int32_t p = 0; p < g->total - g->nparts; p++)
-			all[(size_t)(g->nparts + p) * (size_t)rf] = g->manual[p];
-		err = rf == 1 ? 0 : -EINVAL;
-	} else {
-		err = assign_replicas(ab, cl->nbrokers, g->nparts, g->total - g->nparts, rf, start, start,
-				      all + (size_t)g->nparts * (size_t)rf);
-	}
-	free(ab);
-	return err;
-}
-
-static void cluster_on_grow_read(void *arg, const struct zk_reply *rep)
-{
-	struct cluster_grow *g = arg;
-	struct zk_op op = { .type = ZK_OP_SET, .path = g->path, .version = rep->version };
-	struct znode_topic zt;
-	int32_t rf, *all = NULL;
-	char *doc = NULL;
-	int err = cluster_zk_err(rep->rc);
-
-	if (!err && (rep->data_len < 0 || znode_topic_decode(rep->data, (size_t)rep->data_len, &zt)))
-		err = -EIO;
-	else if (!err && zt.nparts != g->nparts)
-		err = -ESTALE;
-	if (err) {
-		if (rep->rc == ZOK && err != -EIO)
-			znode_topic_free(&zt);
-		cluster_grow_end(g, err);
-		return;
-	}
-	rf = zt.parts[0].n;
-	all = malloc(sizeof(*all) * (size_t)g->total * (size_t)rf);
-	for (int32_t p = 0; all && p < g->nparts; p++)
-		for (int32_t r = 0; r < rf; r++)
-			all[(size_t)p * (size_t)rf + (size_t)r] =
-				r < zt.parts[p].n ? zt.parts[p].ids[r] : zt.parts[p].ids[0];
-	err = all ? cluster_grow_assign(g, &zt, rf, all) : -ENOMEM;
-	if (!err && !(doc = znode_topic_encode(all, g->total, rf, zt.topic_id)))
-		err = -ENOMEM;
-	op.data = doc;
-	op.len = doc ? (int)strlen(doc) : 0;
-	if (!err && zk_multi(g->cl->zk, &op, 1, cluster_on_grown, g))
-		err = -ENOTCONN;
-	free(doc);
-	free(all);
-	znode_topic_free(&zt);
-	if (err)
-		cluster_grow_end(g, err);
+	topics_mark_deleted(cl->zk, name);
 }
 
 int cluster_topic_grow(struct cluster *cl, const char *name, int32_t nparts, int32_t total, const int32_t *manual,
 		       cluster_done_fn *done, void *arg)
 {
-	struct cluster_grow *g;
-	int rc;
-
-	if (cl->state != CL_REGISTERED || !zk_is_open(cl->zk))
-		return -ENOTCONN;
-	if (!(g = calloc(1, sizeof(*g))))
-		return -ENOMEM;
-	*g = (struct cluster_grow){ .cl = cl, .done = done, .arg = arg, .nparts = nparts, .total = total };
-	snprintf(g->path, sizeof(g->path), "%s/%s", ZNODE_TOPICS, name);
-	if (manual && (g->manual = malloc(sizeof(*manual) * (size_t)(total - nparts))))
-		memcpy(g->manual, manual, sizeof(*manual) * (size_t)(total - nparts));
-	rc = manual && !g->manual ? -ENOMEM : zk_get(cl->zk, g->path, false, cluster_on_grow_read, g) ? -ENOTCONN : 0;
-	if (rc) {
-		free(g->manual);
-		free(g);
-	}
-	return rc;
+	return cluster_ready(cl)
+		       ? topics_grow(cl->zk, cl->brokers, cl->nbrokers, name, nparts, total, manual, done, arg)
+		       : -ENOTCONN;
 }

@@ -69,7 +69,7 @@ const char *cluster_id(const struct cluster *cl);
 /* Registered under /brokers/ids in the current session. */
 bool cluster_registered(const struct cluster *cl);
 
-/* err: 0, -EEXIST (the topic is there already), -ENOTCONN (no session, or it was lost), -EIO. */
+/* err: 0, -EEXIST (the topic is there already), -ENOTCONN (no session, or it was lost), -EIO, or what a call says. */
 typedef void cluster_done_fn(void *arg, int err);
 /*
  * Writes a new topic as Kafka's CreateTopics does: /config/topics/<name>
