@@ -9,7 +9,11 @@
  *   - a name given twice in one request is refused for every occurrence
  *     (INVALID_REQUEST), the others are served;
  *   - one node: a replication factor other than 1 and an assignment naming
- *     any broker but this one are refused;
+ *     any broker but this one are refused; in cluster mode (docs/cluster.md)
+ *     a factor above the live brokers or above 1 (no replication yet) and an
+ *     assignment naming anything but one live broker per partition are, and
+ *     the topic is written to ZooKeeper (broker/topic_zk.h) before its
+ *     files are made here;
  *   - -1 partitions / replication factor means the broker default
  *     (num.partitions, default.replication.factor).
  * CreateTopics and CreatePartitions are answered once the round of the
@@ -39,6 +43,8 @@
 #include "broker/cleaner.h"
 #include "broker/creator.h"
 #include "broker/syncer.h"
+#include "broker/topic_zk.h"
+#include "cluster/cluster.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -109,10 +115,10 @@ static struct topic *admin_topic(struct req *rq, struct kstr name, int16_t *err,
 	return t;
 }
 
-/* True if every replica list is exactly [this node]. */
+/* True if the replica list is exactly one live broker: this node on a single node (no replication yet). */
 static bool admin_replicas_ok(struct req *rq, const struct int32_array *ids)
 {
-	return ids->n == 1 && ids->v[0] == rq->b->node_id;
+	return ids->n == 1 && topic_zk_is_live(rq->b, ids->v[0]);
 }
 
 /* ---- waiting for the worker thread (CreateTopics, CreatePartitions) ---- */
@@ -142,18 +148,17 @@ static void admin_entry(struct req *rq, int32_t i, int16_t **code, struct kstr *
 	}
 }
 
-/* reg_build.done: entry slot is made (err 0) or not; the request is answered after its last one. */
-static void admin_build_done(void *waiter, int32_t slot, int err)
+/* Entry slot of w's request ends with code and msg (NULL: none); the request is answered after its last one. */
+static void admin_end(struct admin_wait *w, int32_t slot, int16_t code, const char *msg)
 {
-	struct admin_wait *w = waiter;
 	struct req *rq = w->rq;
-	int16_t *code;
-	struct kstr *msg;
+	int16_t *c;
+	struct kstr *m;
 
 	if (rq) {
-		admin_entry(rq, slot, &code, &msg);
-		*code = err ? KERR_UNKNOWN_SERVER_ERROR : KERR_NONE;
-		*msg = err ? req_printf(rq, "Cannot make the partitions' files: %s", strerror(-err)) : KSTR_NULL;
+		admin_entry(rq, slot, &c, &m);
+		*c = code;
+		*m = msg ? req_printf(rq, "%s", msg) : KSTR_NULL;
 	}
 	if (--w->pending)
 		return;
@@ -164,14 +169,29 @@ static void admin_build_done(void *waiter, int32_t slot, int err)
 	free(w);
 }
 
-/* Entry slot of rq waits for build b (OUT: *w, allocated by the first one). */
-static int16_t admin_wait_for(struct req *rq, struct admin_wait **w, struct reg_build *b, int32_t slot,
-			      struct kstr *msg)
+/* reg_build.done: entry slot is made (err 0) or not. */
+static void admin_build_done(void *waiter, int32_t slot, int err)
+{
+	char msg[128];
+
+	snprintf(msg, sizeof(msg), "Cannot make the partitions' files: %s", strerror(-err));
+	admin_end(waiter, slot, err ? KERR_UNKNOWN_SERVER_ERROR : KERR_NONE, err ? msg : NULL);
+}
+
+/* One more entry of rq to wait for (OUT: *w, allocated by the first one). */
+static void admin_wait_add(struct req *rq, struct admin_wait **w)
 {
 	if (!*w && !(*w = calloc(1, sizeof(**w))))
 		abort(); /* as req_alloc: the build is queued and must be waited for */
 	(*w)->rq = rq;
 	(*w)->pending++;
+}
+
+/* Entry slot of rq waits for build b (OUT: *w, allocated by the first one). */
+static int16_t admin_wait_for(struct req *rq, struct admin_wait **w, struct reg_build *b, int32_t slot,
+			      struct kstr *msg)
+{
+	admin_wait_add(rq, w);
 	b->done = admin_build_done;
 	b->waiter = *w;
 	b->slot = slot;
@@ -226,8 +246,14 @@ static int16_t create_assignments(struct req *rq, const struct CreateTopicsReque
 		}
 		seen[a->PartitionIndex] = true;
 		if (!admin_replicas_ok(rq, &a->BrokerIds)) {
-			*msg = req_printf(rq, "Partition %d may only be assigned to broker %d (this single node).",
-					  a->PartitionIndex, rq->b->node_id);
+			*msg = rq->b->cluster ? req_printf(rq,
+							   "Partition %d must be assigned to exactly one live broker "
+							   "(partitions are not replicated yet).",
+							   a->PartitionIndex)
+					      : req_printf(rq,
+							   "Partition %d may only be assigned to broker %d (this "
+							   "single node).",
+							   a->PartitionIndex, rq->b->node_id);
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
 	}
@@ -253,11 +279,21 @@ static int16_t create_sizes(struct req *rq, const struct CreateTopicsRequestTopi
 		*msg = req_printf(rq, "Replication factor must be larger than 0, or -1 to use the default value.");
 		return KERR_INVALID_REPLICATION_FACTOR;
 	}
-	if (rf > 1) {
+	if (rf > 1 && !rq->b->cluster) {
 		*msg = req_printf(rq,
 				  "Unable to replicate the partition %d time(s): The target replication factor "
 				  "of %d cannot be reached because only 1 broker(s) are registered.",
 				  rf, rf);
+		return KERR_INVALID_REPLICATION_FACTOR;
+	}
+	if (rf > topic_zk_live(rq->b)) {
+		*msg = req_printf(rq, "Replication factor: %d larger than available brokers: %d.", rf,
+				  topic_zk_live(rq->b));
+		return KERR_INVALID_REPLICATION_FACTOR;
+	}
+	if (rf > 1) {
+		*msg = req_printf(rq, "Replication factor %d: partitions are not replicated yet; only 1 is supported.",
+				  rf);
 		return KERR_INVALID_REPLICATION_FACTOR;
 	}
 	*nparts = np;
@@ -291,6 +327,86 @@ static int16_t create_configs(struct req *rq, const struct CreateTopicsRequestTo
 		}
 	}
 	return KERR_NONE;
+}
+
+/*
+ * Cluster mode: a topic whose znodes are being written; its files are made
+ * once ZooKeeper took them (so a name taken on another broker is refused).
+ */
+struct admin_zk {
+	struct admin_wait *w;
+	struct broker *b;
+	int32_t slot, nparts;
+	struct kuuid id;
+	struct topic_cfg tcfg;
+	char name[];
+};
+
+/* cluster_done_fn: the znodes are written (err 0), or not; then the files are made as on a single node. */
+static void admin_zk_done(void *arg, int err)
+{
+	struct admin_zk *z = arg;
+	struct reg_build *b;
+	char msg[320];
+
+	if (!err) {
+		err = creator_create(z->b->creator, kstr_c(z->name), z->nparts, &z->tcfg, &b);
+		if (!err) {
+			b->t->id = z->id; /* the worker writes partition.metadata in the next round */
+			b->done = admin_build_done;
+			b->waiter = z->w;
+			b->slot = z->slot;
+		} else {
+			log_error("cannot create topic '%s': %s", z->name, strerror(-err));
+		}
+	}
+	snprintf(msg, sizeof(msg),
+		 err == -EEXIST     ? "Topic '%s' already exists."
+		 : err == -ENOTCONN ? "Topic '%s' not created: ZooKeeper is not reachable."
+				    : "Cannot create topic '%s'.",
+		 z->name);
+	if (err)
+		admin_end(z->w, z->slot,
+			  err == -EEXIST     ? KERR_TOPIC_ALREADY_EXISTS
+			  : err == -ENOTCONN ? KERR_REQUEST_TIMED_OUT
+					     : KERR_UNKNOWN_SERVER_ERROR,
+			  msg);
+	topic_cfg_release(&z->tcfg);
+	free(z);
+}
+
+/* Cluster mode: writes entry slot's znodes; its files are made when ZooKeeper answers. */
+static int16_t admin_zk_create(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t nparts, int32_t slot,
+			       const struct topic_cfg *tcfg, struct admin_wait **w, struct kstr *msg)
+{
+	size_t len = (size_t)in->Name.len;
+	struct admin_zk *z = calloc(1, sizeof(*z) + len + 1);
+	int rc = z ? topic_cfg_copy(&z->tcfg, tcfg) : -ENOMEM;
+
+	if (!rc) {
+		memcpy(z->name, in->Name.p, len);
+		z->b = rq->b;
+		z->slot = slot;
+		z->nparts = nparts;
+		uuid_random(&z->id);
+		rc = topic_zk_create(rq, in, nparts, 1, &z->id, admin_zk_done, z);
+		if (rc)
+			topic_cfg_release(&z->tcfg);
+	}
+	if (rc) {
+		free(z);
+		*msg = req_printf(rq, "Cannot write topic '%s' to ZooKeeper: %s", req_cstr(rq, in->Name),
+				  rc == -ENOTCONN ? "not connected"
+				  : rc == -EXDEV  ? "only some brokers have a rack (broker.rack)"
+						  : strerror(-rc));
+		return rc == -ENOTCONN ? KERR_REQUEST_TIMED_OUT
+		       : rc == -EXDEV  ? KERR_INVALID_REPLICA_ASSIGNMENT
+				       : KERR_UNKNOWN_SERVER_ERROR;
+	}
+	admin_wait_add(rq, w);
+	z->w = *w;
+	*msg = req_printf(rq, "Timed out while the topic was created; it will be.");
+	return KERR_REQUEST_TIMED_OUT; /* what the entry says if the timeout comes first */
 }
 
 /* Checks one topic (entry slot) completely, then begins creating it unless validate_only. */
@@ -328,7 +444,9 @@ static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic 
 		return KERR_UNKNOWN_SERVER_ERROR;
 	}
 	err = create_configs(rq, in, &tcfg, msg);
-	if (!err && !validate_only) {
+	if (!err && !validate_only && rq->b->cluster) {
+		err = admin_zk_create(rq, in, nparts, slot, &tcfg, w, msg);
+	} else if (!err && !validate_only) {
 		rc = creator_create(rq->b->creator, in->Name, nparts, &tcfg, &b);
 		if (rc < 0) {
 			log_error("cannot create topic '%s': %s", name, strerror(-rc));
@@ -394,6 +512,8 @@ static int16_t delete_one(struct req *rq, struct kstr name)
 		}
 	if (registry_delete(rq->b->reg, t) < 0)
 		return KERR_UNKNOWN_SERVER_ERROR;
+	if (rq->b->cluster)
+		cluster_topic_delete(rq->b->cluster, req_cstr(rq, name));
 	return KERR_NONE;
 }
 
@@ -454,12 +574,101 @@ static int16_t partitions_check(struct req *rq, const struct CreatePartitionsReq
 	}
 	for (int32_t i = 0; i < adding; i++) {
 		if (!admin_replicas_ok(rq, &in->Assignments.v[i].BrokerIds)) {
-			*msg = req_printf(rq, "Partition %d may only be assigned to broker %d (this single node).",
-					  t->nparts_next + i, rq->b->node_id);
+			*msg = rq->b->cluster ? req_printf(rq,
+							   "Partition %d must be assigned to exactly one live broker "
+							   "(partitions are not replicated yet).",
+							   t->nparts_next + i)
+					      : req_printf(rq,
+							   "Partition %d may only be assigned to broker %d (this "
+							   "single node).",
+							   t->nparts_next + i, rq->b->node_id);
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
 	}
 	return KERR_NONE;
+}
+
+/* Cluster mode: CreatePartitions of entry slot, once ZooKeeper took the new assignment. */
+struct admin_grow {
+	struct admin_wait *w;
+	struct broker *b;
+	int32_t slot, total;
+	char name[];
+};
+
+static int16_t admin_grow_code(int err, const char *name, char *msg, size_t cap)
+{
+	snprintf(msg, cap,
+		 err == -ESTALE     ? "The partition count of '%s' in ZooKeeper is not this broker's; nothing added."
+		 : err == -ENOENT   ? "Topic '%s' is not in ZooKeeper; nothing added."
+		 : err == -EINVAL   ? "Replication factor of '%s' larger than the available brokers."
+		 : err == -ENOTCONN ? "Partitions of '%s' not added: ZooKeeper is not reachable."
+				    : "Cannot add partitions to '%s'.",
+		 name);
+	return err == -ESTALE     ? KERR_INVALID_PARTITIONS
+	       : err == -ENOENT   ? KERR_UNKNOWN_TOPIC_OR_PARTITION
+	       : err == -EINVAL   ? KERR_INVALID_REPLICATION_FACTOR
+	       : err == -ENOTCONN ? KERR_REQUEST_TIMED_OUT
+				  : KERR_UNKNOWN_SERVER_ERROR;
+}
+
+/* cluster_done_fn: the assignment is written (err 0): the partitions are made here as on a single node. */
+static void admin_grow_done(void *arg, int err)
+{
+	struct admin_grow *g = arg;
+	struct topic *t;
+	struct reg_build *b;
+	char msg[320];
+	int16_t code;
+
+	if (!err) {
+		t = registry_find(g->b->reg, kstr_c(g->name));
+		err = t ? creator_grow(g->b->creator, t, g->total, &b) : -ENOENT;
+		if (!err) {
+			b->done = admin_build_done;
+			b->waiter = g->w;
+			b->slot = g->slot;
+			free(g);
+			return;
+		}
+		log_error("cannot add partitions to '%s': %s", g->name, strerror(-err));
+		err = -EIO;
+	}
+	code = admin_grow_code(err, g->name, msg, sizeof(msg));
+	admin_end(g->w, g->slot, code, msg);
+	free(g);
+}
+
+/* Cluster mode: writes entry slot's new assignment; its partitions are made when ZooKeeper answers. */
+static int16_t admin_grow_zk(struct req *rq, const struct CreatePartitionsRequestTopic *in, const struct topic *t,
+			     int32_t slot, struct admin_wait **w, struct kstr *msg)
+{
+	int32_t adding = in->Count - t->nparts_next, *manual = NULL;
+	struct admin_grow *g = calloc(1, sizeof(*g) + strlen(t->name) + 1);
+	char text[320];
+	int rc = -ENOMEM;
+
+	if (in->Assignments.n > 0) {
+		manual = req_alloc(rq, (size_t)adding, sizeof(*manual));
+		for (int32_t i = 0; i < adding; i++)
+			manual[i] = in->Assignments.v[i].BrokerIds.v[0]; /* one each: partitions_check() */
+	}
+	if (g) {
+		*g = (struct admin_grow){ .b = rq->b, .slot = slot, .total = in->Count };
+		strcpy(g->name, t->name);
+		rc = cluster_topic_grow(rq->b->cluster, t->name, t->nparts_next, in->Count, manual, admin_grow_done, g);
+	}
+	if (rc) {
+		int16_t code = admin_grow_code(rc, t->name, text, sizeof(text));
+
+		free(g);
+		*msg = req_printf(rq, "%s", text);
+		return code;
+	}
+	admin_wait_add(rq, w);
+	g->w = *w;
+	*msg = req_printf(rq, "Timed out while the partitions were added; they will be.");
+	return KERR_REQUEST_TIMED_OUT; /* what the entry says if the timeout comes first */
 }
 
 static int16_t partitions_one(struct req *rq, const struct CreatePartitionsRequestTopic *in, bool validate_only,
@@ -475,6 +684,8 @@ static int16_t partitions_one(struct req *rq, const struct CreatePartitionsReque
 	err = partitions_check(rq, in, t, msg);
 	if (err || validate_only)
 		return err;
+	if (rq->b->cluster)
+		return admin_grow_zk(rq, in, t, slot, w, msg);
 	rc = creator_grow(rq->b->creator, t, in->Count, &b);
 	if (rc < 0) {
 		log_error("cannot add partitions to '%s': %s", t->name, strerror(-rc));

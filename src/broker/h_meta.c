@@ -2,6 +2,7 @@
  * h_meta.c - ApiVersions and Metadata: what this broker speaks, and where
  * every topic's partitions live (on a single node: here).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "broker/creator.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
+#include "broker/topic_zk.h"
 #include "cluster/cluster.h"
 #include "proto/kerr.h"
 #include "util/log.h"
@@ -101,6 +103,55 @@ static void autocreate_done(void *waiter, int32_t slot, int err)
 	req_finish(rq, api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out));
 }
 
+/*
+ * Cluster mode: the topic is written to ZooKeeper first (as CreateTopics
+ * does, broker/topic_zk.h), and made here only if that succeeded, so a
+ * name auto-created on one broker is not made again on another.
+ */
+struct autocreate_zk {
+	struct autocreate *w; /* NULL: nobody waits */
+	struct broker *b;
+	struct kuuid id;
+	char name[];
+};
+
+/* Begins making the local topic; build->done and waiter set to w's.  0 or -errno. */
+static int autocreate_local(struct broker *b, struct kstr name, const struct kuuid *id, struct autocreate *w)
+{
+	struct reg_build *build;
+	struct topic_cfg tc;
+	int err = topic_cfg_init(&tc, &b->cfg);
+
+	if (!err)
+		err = creator_create(b->creator, name, b->cfg.num_partitions, &tc, &build);
+	topic_cfg_release(&tc);
+	if (err) {
+		log_error("auto-creating topic '%.*s' failed: %s", name.len, name.p, strerror(-err));
+		return err;
+	}
+	if (id)
+		build->t->id = *id; /* the worker writes partition.metadata in the next round */
+	if (w) {
+		build->done = autocreate_done;
+		build->waiter = w;
+	}
+	return 0;
+}
+
+/* cluster_done_fn: ZooKeeper took the topic (err 0): make it here; otherwise it is not made. */
+static void autocreate_zk_done(void *arg, int err)
+{
+	struct autocreate_zk *z = arg;
+
+	if (err == -EEXIST)
+		log_info("not auto-creating topic '%s': it exists in the cluster", z->name);
+	else if (err)
+		log_error("auto-creating topic '%s': not written to zookeeper (%s)", z->name, strerror(-err));
+	if ((err || autocreate_local(z->b, kstr_c(z->name), &z->id, z->w)) && z->w)
+		autocreate_done(z->w, 0, err);
+	free(z);
+}
+
 bool autocreate_wanted(struct req *rq, struct kstr name)
 {
 	const struct broker *b = rq->b;
@@ -111,29 +162,36 @@ bool autocreate_wanted(struct req *rq, struct kstr name)
 
 void autocreate_begin(struct req *rq, struct kstr name, struct autocreate **w)
 {
-	struct broker *b = rq->b;
-	struct reg_build *build;
-	struct topic_cfg tc;
-	int err;
+	struct autocreate_zk *z = NULL;
+	bool fresh = w && !*w;
+	struct autocreate *wait;
+	int err = -ENOMEM;
 
 	if (rq->autocreated || !autocreate_wanted(rq, name))
 		return;
-	err = topic_cfg_init(&tc, &b->cfg);
-	if (!err)
-		err = creator_create(b->creator, name, b->cfg.num_partitions, &tc, &build);
-	topic_cfg_release(&tc);
-	if (err) {
-		log_error("auto-creating topic '%.*s' failed: %s", name.len, name.p, strerror(-err));
-		return;
+	if (fresh && !(*w = calloc(1, sizeof(**w))))
+		abort(); /* as req_alloc: what is begun must be waited for */
+	wait = w ? *w : NULL;
+	if (!rq->b->cluster) {
+		err = autocreate_local(rq->b, name, NULL, wait);
+	} else if ((z = calloc(1, sizeof(*z) + (size_t)name.len + 1)) != NULL) {
+		z->w = wait;
+		z->b = rq->b;
+		memcpy(z->name, name.p, (size_t)name.len);
+		uuid_random(&z->id);
+		err = topic_zk_autocreate(rq, name, rq->b->cfg.num_partitions, &z->id, autocreate_zk_done, z);
+		if (err) {
+			log_error("auto-creating topic '%s': not written to zookeeper (%s)", z->name, strerror(-err));
+			free(z);
+		}
 	}
-	if (!w)
-		return; /* nobody waits for it */
-	if (!*w && !(*w = calloc(1, sizeof(**w))))
-		abort(); /* as req_alloc: the build is queued and must be waited for */
-	(*w)->rq = rq;
-	(*w)->pending++;
-	build->done = autocreate_done;
-	build->waiter = *w;
+	if (err && fresh) { /* nothing begun: nothing to wait for */
+		free(*w);
+		*w = NULL;
+	} else if (!err && wait) {
+		wait->rq = rq;
+		wait->pending++;
+	}
 }
 
 /*
@@ -149,7 +207,8 @@ static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mre
 	if (!topic_name_valid(name))
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	if (mreq->AllowAutoTopicCreation && autocreate_wanted(rq, name))
-		return KERR_KAFKA_STORAGE_ERROR; /* its creation failed (logged) */
+		return rq->b->cluster ? KERR_UNKNOWN_TOPIC_OR_PARTITION /* it may be on another broker (logged) */
+				      : KERR_KAFKA_STORAGE_ERROR;       /* its creation failed (logged) */
 	return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 }
 

@@ -26,6 +26,9 @@
 #include <zookeeper/zookeeper.h>
 
 #include "cluster/controller.h"
+#include "cluster/deleter.h"
+#include "cluster/leaders.h"
+#include "cluster/topics.h"
 #include "cluster/zk.h"
 #include "net/loop.h"
 #include "util/clock.h"
@@ -55,7 +58,10 @@ struct cluster {
 	int64_t down_since_ms;          /* when the connection was lost (for log lines) */
 	struct cluster_broker *brokers; /* the cache, sorted by id */
 	int nbrokers;
-	unsigned list_seq; /* the latest listing of /brokers/ids */
+	unsigned list_seq;      /* the latest listing of /brokers/ids */
+	bool listed;            /* brokers holds a listing read in this process */
+	struct leaders leaders; /* as controller: the partition states (leaders.h) */
+	struct deleter deleter; /* as controller: topics marked for deletion (deleter.h) */
 };
 
 /* One listing of /brokers/ids under way: the registrations read so far. */
@@ -102,6 +108,32 @@ static int cluster_broker_cmp(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* As controller, once the live brokers are known: bring the partition states in line with them. */
+static void cluster_run_leaders(struct cluster *cl)
+{
+	int32_t *ids;
+
+	if (!controller_is_active(&cl->ctl) || !cl->listed)
+		return;
+	ids = malloc(sizeof(*ids) * (size_t)(cl->nbrokers > 0 ? cl->nbrokers : 1));
+	if (!ids) {
+		log_error("controller: out of memory");
+		return;
+	}
+	for (int i = 0; i < cl->nbrokers; i++)
+		ids[i] = cl->brokers[i].id;
+	leaders_run(&cl->leaders, ids, cl->nbrokers, cl->ctl.epoch, cl->ctl.epoch_version);
+	free(ids);
+}
+
+static void cluster_on_active(void *arg)
+{
+	struct cluster *cl = arg;
+
+	deleter_run(&cl->deleter);
+	cluster_run_leaders(cl);
+}
+
 /* Logs the membership when it changed, then installs the listing's brokers. */
 static void cluster_publish(struct cluster *cl, struct cluster_listing *ls)
 {
@@ -116,6 +148,8 @@ static void cluster_publish(struct cluster *cl, struct cluster_listing *ls)
 	cl->brokers = ls->brokers;
 	cl->nbrokers = ls->n;
 	ls->brokers = NULL;
+	cl->listed = true;
+	cluster_run_leaders(cl);
 	if (same)
 		return;
 	ids[0] = '\0';
@@ -497,10 +531,19 @@ static void cluster_on_event(void *arg, enum zk_event ev, const char *path, int6
 	case ZK_EV_CHILD:
 		if (path && !strcmp(path, ZNODE_BROKER_IDS))
 			cluster_watch_brokers(cl);
+		else if (leaders_watches(path))
+			cluster_run_leaders(cl);
+		else if (deleter_watches(path) && controller_is_active(&cl->ctl))
+			deleter_run(&cl->deleter);
 		break;
+	case ZK_EV_CHANGED:
+		if (leaders_watches(path)) {
+			cluster_run_leaders(cl);
+			break;
+		}
+		__attribute__((fallthrough)); /* a data change of /controller */
 	case ZK_EV_CREATED:
 	case ZK_EV_DELETED:
-	case ZK_EV_CHANGED:
 		controller_on_event(&cl->ctl, ev, path);
 		break;
 	}
@@ -559,6 +602,10 @@ int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct clust
 		return err;
 	}
 	controller_init(&cl->ctl, cl->zk, cfg->broker_id);
+	cl->ctl.on_active = cluster_on_active;
+	cl->ctl.on_active_arg = cl;
+	leaders_init(&cl->leaders, cl->zk);
+	deleter_init(&cl->deleter, cl->zk);
 	log_info("cluster mode: broker %d joining through zookeeper %s", cfg->broker_id, cfg->zookeeper_connect);
 	cluster_connect(cl);
 	*out = cl;
@@ -571,6 +618,8 @@ void cluster_stop(struct cluster *cl)
 		return;
 	loop_timer_cancel(cl->loop, &cl->conn_timer);
 	loop_timer_cancel(cl->loop, &cl->retry_timer);
+	leaders_stop(&cl->leaders);
+	deleter_stop(&cl->deleter);
 	zk_free(cl->zk); /* closes the session: our registration and /controller go at once */
 	free(cl->registration);
 	free(cl->brokers);
@@ -596,4 +645,30 @@ const char *cluster_id(const struct cluster *cl)
 bool cluster_registered(const struct cluster *cl)
 {
 	return cl->state == CL_REGISTERED;
+}
+
+/* ---- topics (topics.h), through this broker's session ---- */
+
+static bool cluster_ready(const struct cluster *cl)
+{
+	return cl->state == CL_REGISTERED && zk_is_open(cl->zk);
+}
+
+int cluster_topic_create(struct cluster *cl, const char *name, const char *assignment, const char *config,
+			 cluster_done_fn *done, void *arg)
+{
+	return cluster_ready(cl) ? topics_create(cl->zk, name, assignment, config, done, arg) : -ENOTCONN;
+}
+
+void cluster_topic_delete(struct cluster *cl, const char *name)
+{
+	topics_mark_deleted(cl->zk, name);
+}
+
+int cluster_topic_grow(struct cluster *cl, const char *name, int32_t nparts, int32_t total, const int32_t *manual,
+		       cluster_done_fn *done, void *arg)
+{
+	return cluster_ready(cl)
+		       ? topics_grow(cl->zk, cl->brokers, cl->nbrokers, name, nparts, total, manual, done, arg)
+		       : -ENOTCONN;
 }

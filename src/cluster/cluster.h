@@ -69,4 +69,34 @@ const char *cluster_id(const struct cluster *cl);
 /* Registered under /brokers/ids in the current session. */
 bool cluster_registered(const struct cluster *cl);
 
+/* err: 0, -EEXIST (the topic is there already), -ENOTCONN (no session, or it was lost), -EIO, or what a call says. */
+typedef void cluster_done_fn(void *arg, int err);
+/*
+ * Writes a new topic as Kafka's CreateTopics does: /config/topics/<name>
+ * (config: znode_topic_config_encode) and /brokers/topics/<name>
+ * (assignment: znode_topic_encode), both or neither.  done runs once, on
+ * the loop thread (at the latest in cluster_stop()).  0, or -ENOTCONN /
+ * -ENOMEM (done never runs).
+ */
+int cluster_topic_create(struct cluster *cl, const char *name, const char *assignment, const char *config,
+			 cluster_done_fn *done, void *arg);
+/*
+ * Marks topic name for deletion (/admin/delete_topics/<name>), as Kafka's
+ * DeleteTopics does; the controller removes its znodes (deleter.h).  A
+ * failure is logged: the znodes then stay until the mark is made again.
+ */
+void cluster_topic_delete(struct cluster *cl, const char *name);
+/*
+ * Adds partitions to a topic as Kafka's CreatePartitions does: reads
+ * /brokers/topics/<name>, assigns partitions nparts .. total-1 (manual:
+ * one broker each, [total - nparts], or NULL for Kafka's algorithm started
+ * at partition 0's first replica, with its replication factor) and writes
+ * the whole assignment back, conditional on the version read.  done's err:
+ * 0, -ENOENT (no such topic), -ESTALE (it has not nparts partitions, or
+ * changed meanwhile), -EINVAL (replication factor above the live brokers),
+ * -ENOTCONN, -EIO.  0, or -ENOTCONN / -ENOMEM (done never runs).
+ */
+int cluster_topic_grow(struct cluster *cl, const char *name, int32_t nparts, int32_t total, const int32_t *manual,
+		       cluster_done_fn *done, void *arg);
+
 #endif

@@ -27,6 +27,8 @@ static void controller_set_state(struct controller *ctl, enum controller_state t
 	log_debug(LOGC_CLUSTER, "cluster", "controller state %s -> %s", controller_state_names[ctl->state],
 		  controller_state_names[to]);
 	ctl->state = to;
+	if (to == CONTROLLER_ACTIVE && ctl->on_active)
+		ctl->on_active(ctl->on_active_arg);
 }
 
 /* A request that could not even be queued: the session is going away; its successor starts over. */
@@ -58,6 +60,7 @@ static void controller_on_multi(void *arg, const struct zk_reply *rep)
 		return; /* that session is gone: controller_session_lost() said so */
 	if (rep->rc == ZOK) {
 		ctl->epoch = ctl->next_epoch;
+		ctl->epoch_version = ctl->next_version;
 		ctl->active_id = ctl->broker_id;
 		controller_set_state(ctl, CONTROLLER_ACTIVE);
 		log_info("elected controller (controller epoch %d)", ctl->epoch);
@@ -85,6 +88,7 @@ static void controller_claim(struct controller *ctl, int32_t epoch, int32_t vers
 		return;
 	}
 	ctl->next_epoch = epoch + 1;
+	ctl->next_version = version + 1;
 	snprintf(next, sizeof(next), "%d", ctl->next_epoch);
 	ops[0] = (struct zk_op){
 		.type = ZK_OP_CREATE, .path = ZNODE_CONTROLLER, .data = doc, .len = (int)strlen(doc), .ephemeral = true
@@ -150,9 +154,12 @@ static void controller_on_own_epoch(void *arg, const struct zk_reply *rep)
 	int32_t epoch;
 
 	if (rep->rc == ZOK && rep->data_len >= 0 && !znode_epoch_decode(rep->data, (size_t)rep->data_len, &epoch) &&
-	    epoch != ctl->epoch) {
+	    (epoch != ctl->epoch || rep->version != ctl->epoch_version)) {
 		ctl->epoch = epoch;
+		ctl->epoch_version = rep->version;
 		log_info("controller epoch %d", epoch);
+		if (ctl->state == CONTROLLER_ACTIVE && ctl->on_active)
+			ctl->on_active(ctl->on_active_arg); /* what it did with the epoch unknown was refused */
 	}
 }
 
@@ -206,6 +213,7 @@ void controller_init(struct controller *ctl, struct zk *zk, int32_t broker_id)
 	ctl->broker_id = broker_id;
 	ctl->active_id = -1;
 	ctl->epoch = -1;
+	ctl->epoch_version = -2; /* never matches: no write before the epoch is known */
 	ctl->state = CONTROLLER_IDLE;
 }
 

@@ -17,8 +17,8 @@
  *   WATCHING/ACTIVE --watch fired--> WATCHING         (read /controller again)
  *   any --controller_session_lost()--> IDLE           (an expired session resigned us)
  *
- * What the controller does once elected (topic assignment, LeaderAndIsr,
- * UpdateMetadata) is not here yet: this module only decides who it is.
+ * This module only decides who it is; on becoming controller it calls
+ * on_active, and what the controller then does is in leaders.h.
  */
 #ifndef GREGOR_CLUSTER_CONTROLLER_H
 #define GREGOR_CLUSTER_CONTROLLER_H
@@ -32,12 +32,17 @@ enum controller_state { CONTROLLER_IDLE, CONTROLLER_WATCHING, CONTROLLER_ELECTIN
 
 struct controller {
 	struct zk *zk;
-	int32_t broker_id;  /* this broker */
-	int32_t active_id;  /* the controller's broker id, -1 unknown or none */
-	int32_t epoch;      /* last /controller_epoch seen or written, -1 unknown */
-	int32_t next_epoch; /* ELECTING: the epoch being written */
-	int64_t session_id; /* of the registered session: /controller is ours only if this session owns it */
+	int32_t broker_id;     /* this broker */
+	int32_t active_id;     /* the controller's broker id, -1 unknown or none */
+	int32_t epoch;         /* last /controller_epoch seen or written, -1 unknown */
+	int32_t next_epoch;    /* ELECTING: the epoch being written */
+	int32_t epoch_version; /* /controller_epoch's znode version holding epoch, -2 unknown */
+	int32_t next_version;  /* ELECTING: the version it will have */
+	int64_t session_id;    /* of the registered session: /controller is ours only if this session owns it */
 	enum controller_state state;
+	/* called on becoming controller, and again when its epoch was read back (set by the owner) */
+	void (*on_active)(void *arg);
+	void *on_active_arg;
 };
 
 void controller_init(struct controller *ctl, struct zk *zk, int32_t broker_id);

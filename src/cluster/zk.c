@@ -182,6 +182,14 @@ static void zk_on_string(int rc, const char *value, const void *data)
 	zk_push(m->zk, m);
 }
 
+static void zk_on_void(int rc, const void *data)
+{
+	struct zk_msg *m = (struct zk_msg *)data;
+
+	m->rep.rc = rc;
+	zk_push(m->zk, m);
+}
+
 static void zk_on_data(int rc, const char *value, int len, const struct Stat *st, const void *data)
 {
 	struct zk_msg *m = (struct zk_msg *)data;
@@ -469,6 +477,20 @@ int zk_create(struct zk *zk, const char *path, const char *data, int len, bool e
 					   ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT, zk_on_string, m));
 }
 
+int zk_delete(struct zk *zk, const char *path, int32_t version, zk_done_fn *done, void *arg)
+{
+	struct zk_msg *m = zk_call(zk, done, arg);
+	char full[ZK_PATH_MAX];
+
+	if (!m)
+		return zk->zh ? -ENOMEM : -ENOTCONN;
+	if (zk_full(zk, path, full)) {
+		free(m);
+		return -ENAMETOOLONG;
+	}
+	return zk_submitted(m, zoo_adelete(zk->zh, full, version, zk_on_void, m));
+}
+
 /* get, exists and children: the same shape, one client call each. */
 enum zk_read { ZK_READ_GET, ZK_READ_EXISTS, ZK_READ_CHILDREN };
 
@@ -583,8 +605,10 @@ int zk_multi(struct zk *zk, const struct zk_op *ops, int n, zk_done_fn *done, vo
 			zoo_create_op_init(&zops[i], full[i], ops[i].data, ops[i].len, &ZOO_OPEN_ACL_UNSAFE,
 					   ops[i].ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT, m->bufs[i],
 					   sizeof(m->bufs[i]));
-		else
+		else if (ops[i].type == ZK_OP_SET)
 			zoo_set_op_init(&zops[i], full[i], ops[i].data, ops[i].len, ops[i].version, &m->stats[i]);
+		else
+			zoo_check_op_init(&zops[i], full[i], ops[i].version);
 	}
 	return zk_submitted(m, zoo_amulti(zk->zh, n, zops, m->results, zk_on_multi, m));
 }

@@ -91,6 +91,8 @@ int32_t zk_session_timeout_ms(const struct zk *zk);
  * data NULL with len -1 stores null data, as Kafka's persistent paths hold.
  */
 int zk_create(struct zk *zk, const char *path, const char *data, int len, bool ephemeral, zk_done_fn *done, void *arg);
+/* Deletes path if its version is version (-1: any); ZNOTEMPTY while it has children. */
+int zk_delete(struct zk *zk, const char *path, int32_t version, zk_done_fn *done, void *arg);
 int zk_get(struct zk *zk, const char *path, bool watch, zk_done_fn *done, void *arg);
 int zk_exists(struct zk *zk, const char *path, bool watch, zk_done_fn *done, void *arg);
 int zk_children(struct zk *zk, const char *path, bool watch, zk_done_fn *done, void *arg);
@@ -100,12 +102,12 @@ int zk_ensure_path(struct zk *zk, const char *path, zk_done_fn *done, void *arg)
 
 /* One operation of zk_multi(): all apply or none. */
 struct zk_op {
-	enum { ZK_OP_CREATE, ZK_OP_SET } type;
+	enum { ZK_OP_CREATE, ZK_OP_SET, ZK_OP_CHECK } type; /* CHECK: path is at version */
 	const char *path;
 	const char *data;
 	int len;
 	bool ephemeral;  /* ZK_OP_CREATE */
-	int32_t version; /* ZK_OP_SET: expected version, -1 any */
+	int32_t version; /* ZK_OP_SET, ZK_OP_CHECK: expected version, -1 any */
 };
 #define ZK_MULTI_MAX 4
 int zk_multi(struct zk *zk, const struct zk_op *ops, int n, zk_done_fn *done, void *arg);

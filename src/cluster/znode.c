@@ -327,6 +327,154 @@ int znode_cluster_id_decode(const char *json, size_t len, char *id, size_t idlen
 	return err;
 }
 
+char *znode_topic_encode(const int32_t *replicas, int32_t nparts, int32_t rf, const char *topic_id)
+{
+	json_t *root = json_object(), *parts = json_object();
+	bool ok = root && parts;
+
+	for (int32_t p = 0; ok && p < nparts; p++) {
+		json_t *ids = json_array();
+		char key[16];
+
+		ok = ids != NULL;
+		for (int32_t r = 0; ok && r < rf; r++)
+			ok = json_array_append_new(ids, json_integer(replicas[(size_t)p * (size_t)rf + (size_t)r])) ==
+			     0;
+		snprintf(key, sizeof(key), "%d", p);
+		ok = znode_set(parts, key, ids) && ok;
+	}
+	ok = znode_set(root, "partitions", parts) && ok;
+	if (ok && znode_set(root, "version", json_integer(3)) && znode_set(root, "topic_id", json_string(topic_id)) &&
+	    znode_set(root, "adding_replicas", json_object()) && znode_set(root, "removing_replicas", json_object()))
+		return znode_dump(root);
+	json_decref(root);
+	return NULL;
+}
+
+char *znode_topic_config_encode(const char *const *names, const char *const *values, int n)
+{
+	json_t *root = json_object(), *cfg = json_object();
+	bool ok = root && cfg;
+
+	for (int i = 0; ok && i < n; i++)
+		ok = znode_set(cfg, names[i], json_string(values[i]));
+	ok = znode_set(root, "config", cfg) && ok;
+	if (ok && znode_set(root, "version", json_integer(1)))
+		return znode_dump(root);
+	json_decref(root);
+	return NULL;
+}
+
+/* A JSON array of broker ids (0 .. INT32_MAX) into r; false if it is not one or too long. */
+static bool znode_ids_decode(json_t *arr, struct znode_replicas *r)
+{
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(arr) || json_array_size(arr) > ZNODE_REPLICAS_MAX)
+		return false;
+	r->n = 0;
+	json_array_foreach(arr, i, v)
+	{
+		if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
+			return false;
+		r->ids[r->n++] = (int32_t)json_integer_value(v);
+	}
+	return true;
+}
+
+/* Partition keys "0".."n-1", each an id array. */
+static int znode_topic_parts(json_t *parts, struct znode_topic *out)
+{
+	const char *key;
+	json_t *v;
+
+	out->nparts = (int32_t)json_object_size(parts);
+	out->parts = calloc((size_t)(out->nparts > 0 ? out->nparts : 1), sizeof(*out->parts));
+	if (!out->parts)
+		return -ENOMEM;
+	json_object_foreach(parts, key, v)
+	{
+		char *end;
+		long p = strtol(key, &end, 10);
+
+		if (!*key || *end || p < 0 || p >= out->nparts || out->parts[p].n ||
+		    !znode_ids_decode(v, &out->parts[p]) || !out->parts[p].n)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+int znode_topic_decode(const char *json, size_t len, struct znode_topic *out)
+{
+	json_t *root = znode_load(json, len), *parts;
+	int err = -EBADMSG;
+
+	memset(out, 0, sizeof(*out));
+	if (!root)
+		return err;
+	parts = json_object_get(root, "partitions");
+	if (json_is_object(parts) && json_object_size(parts) <= INT32_MAX)
+		err = znode_topic_parts(parts, out);
+	if (!err && json_is_string(json_object_get(root, "topic_id")))
+		snprintf(out->topic_id, sizeof(out->topic_id), "%s",
+			 json_string_value(json_object_get(root, "topic_id")));
+	if (err)
+		znode_topic_free(out);
+	json_decref(root);
+	return err;
+}
+
+void znode_topic_free(struct znode_topic *zt)
+{
+	free(zt->parts);
+	zt->parts = NULL;
+	zt->nparts = 0;
+}
+
+char *znode_state_encode(const struct znode_state *st)
+{
+	json_t *root = json_object(), *isr = json_array();
+	bool ok = root && isr;
+
+	for (int32_t i = 0; ok && i < st->isr.n; i++)
+		ok = json_array_append_new(isr, json_integer(st->isr.ids[i])) == 0;
+	ok = znode_set(root, "controller_epoch", json_integer(st->controller_epoch)) && ok;
+	ok = ok && znode_set(root, "leader", json_integer(st->leader)) && znode_set(root, "version", json_integer(1)) &&
+	     znode_set(root, "leader_epoch", json_integer(st->leader_epoch));
+	if (znode_set(root, "isr", isr) && ok)
+		return znode_dump(root);
+	json_decref(root);
+	return NULL;
+}
+
+/* An int32 member of obj; false if missing or out of range (min .. INT32_MAX). */
+static bool znode_int_member(json_t *obj, const char *key, int64_t min, int32_t *out)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > INT32_MAX)
+		return false;
+	*out = (int32_t)json_integer_value(v);
+	return true;
+}
+
+int znode_state_decode(const char *json, size_t len, struct znode_state *out)
+{
+	json_t *root = znode_load(json, len);
+	int err = -EBADMSG;
+
+	if (!root)
+		return err;
+	if (znode_int_member(root, "leader", -1, &out->leader) &&
+	    znode_int_member(root, "leader_epoch", 0, &out->leader_epoch) &&
+	    znode_int_member(root, "controller_epoch", 0, &out->controller_epoch) &&
+	    znode_ids_decode(json_object_get(root, "isr"), &out->isr))
+		err = 0;
+	json_decref(root);
+	return err;
+}
+
 /* Decimal 0..INT32_MAX, nothing else. */
 static int znode_int_parse(const char *s, size_t len, int32_t *out)
 {

@@ -13,6 +13,13 @@
  *   /controller              ephemeral {"version":1,"brokerid":1,"timestamp":"1700000000000"}
  *   /controller_epoch        the epoch as decimal text, "1" after the first election
  *   ZNODE_PERSISTENT_PATHS   created (null data) at start-up, as Kafka does
+ *   /brokers/topics/<t>      a topic's replica assignment, version 3:
+ *                            {"version":3,"partitions":{"0":[1,2]},"topic_id":"<22-char id>",
+ *                             "adding_replicas":{},"removing_replicas":{}}
+ *   /config/topics/<t>       the topic's config overrides {"version":1,"config":{"k":"v"}}
+ *   /brokers/topics/<t>/partitions/<p>/state
+ *                            {"controller_epoch":1,"leader":2,"version":1,"leader_epoch":0,"isr":[2]}
+ *                            leader -1 while the partition has none
  *
  * Decoders never trust the bytes: anything malformed is -EBADMSG, never an
  * assertion, since another (possibly newer or foreign) broker wrote them.
@@ -28,6 +35,9 @@
 #define ZNODE_BROKER_IDS "/brokers/ids"
 #define ZNODE_CONTROLLER "/controller"
 #define ZNODE_CONTROLLER_EPOCH "/controller_epoch"
+#define ZNODE_TOPICS "/brokers/topics"
+#define ZNODE_TOPIC_CONFIGS "/config/topics"
+#define ZNODE_DELETE_TOPICS "/admin/delete_topics"
 
 /* Kafka's persistent paths (ZkData's PersistentZkPaths), made at start-up; NULL-terminated. */
 extern const char *const znode_persistent_paths[];
@@ -78,6 +88,40 @@ int znode_cluster_id_decode(const char *json, size_t len, char *id, size_t idlen
 
 /* /controller_epoch: plain decimal, 0 .. INT32_MAX.  0 or -EBADMSG. */
 int znode_epoch_decode(const char *text, size_t len, int32_t *epoch);
+
+/*
+ * /brokers/topics/<t>: replicas[p * rf + r] is replica r of partition p
+ * (nparts partitions of rf replicas each); topic_id base64url.  NULL when
+ * out of memory.
+ */
+char *znode_topic_encode(const int32_t *replicas, int32_t nparts, int32_t rf, const char *topic_id);
+/* /config/topics/<t>: n overrides, names[i] = values[i]. */
+char *znode_topic_config_encode(const char *const *names, const char *const *values, int n);
+
+#define ZNODE_REPLICAS_MAX 16
+
+/* A topic's assignment as read back: parts[p] lists partition p's replicas. */
+struct znode_topic {
+	char topic_id[32]; /* "" if the document has none (versions 1-2) */
+	int32_t nparts;
+	struct znode_replicas {
+		int32_t n;
+		int32_t ids[ZNODE_REPLICAS_MAX];
+	} * parts; /* malloc'd [nparts]; znode_topic_free() */
+};
+/* Any version 1-3 (partitions 0..n-1, each listed once).  0, -EBADMSG or -ENOMEM. */
+int znode_topic_decode(const char *json, size_t len, struct znode_topic *out);
+void znode_topic_free(struct znode_topic *zt);
+
+/* A partition's leader and ISR (.../partitions/<p>/state, version 1). */
+struct znode_state {
+	int32_t leader; /* -1: none */
+	int32_t leader_epoch;
+	int32_t controller_epoch;
+	struct znode_replicas isr;
+};
+char *znode_state_encode(const struct znode_state *st);
+int znode_state_decode(const char *json, size_t len, struct znode_state *out);
 
 /* Parses a child name of /brokers/ids as a broker id.  0 or -EINVAL. */
 int znode_broker_id_parse(const char *name, int32_t *id);

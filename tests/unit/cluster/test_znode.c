@@ -238,6 +238,86 @@ static void test_persistent_paths(void **state)
 	}
 }
 
+/* A topic's assignment and config documents have exactly Kafka's keys (version 3 with topic_id). */
+static void test_topic_documents(void **state)
+{
+	const int32_t replicas[] = { 1, 2, 2, 3 };
+	const char *names[] = { "cleanup.policy", "retention.ms" }, *values[] = { "compact", "1000" };
+	char *doc = znode_topic_encode(replicas, 2, 2, "AAAAAAAAAAAAAAAAAAAAAA");
+	json_t *got, *exp;
+
+	(void)state;
+	assert_non_null(doc);
+	got = load(doc);
+	exp = load("{\"version\":3,\"partitions\":{\"0\":[1,2],\"1\":[2,3]},\"topic_id\":"
+		   "\"AAAAAAAAAAAAAAAAAAAAAA\",\"adding_replicas\":{},\"removing_replicas\":{}}");
+	assert_true(json_equal(got, exp));
+	json_decref(got);
+	json_decref(exp);
+	free(doc);
+	doc = znode_topic_config_encode(names, values, 2);
+	got = load(doc);
+	exp = load("{\"version\":1,\"config\":{\"cleanup.policy\":\"compact\",\"retention.ms\":\"1000\"}}");
+	assert_true(json_equal(got, exp));
+	json_decref(got);
+	json_decref(exp);
+	free(doc);
+	doc = znode_topic_config_encode(NULL, NULL, 0);
+	assert_string_equal(doc, "{\"config\":{},\"version\":1}");
+	free(doc);
+}
+
+/* Assignments as Kafka's versions wrote them decode; gaps, repeats and bad ids do not. */
+static void test_topic_decode(void **state)
+{
+	const char *bad[] = {
+		"{\"version\":3,\"partitions\":{\"0\":[1],\"2\":[2]}}",
+		"{\"partitions\":{\"0\":[]}}",
+		"{\"partitions\":{\"0\":[-1]}}",
+		"{\"partitions\":{\"x\":[1]}}",
+		"{\"partitions\":[[1]]}",
+		"{\"version\":1}",
+		"[1]",
+		"{\"partitions\":{\"0\":[1,\"2\"]}}",
+	};
+	struct znode_topic zt;
+	const char *v1 = "{\"version\":1,\"partitions\":{\"1\":[3,1],\"0\":[2,3]}}";
+
+	(void)state;
+	assert_int_equal(znode_topic_decode(v1, strlen(v1), &zt), 0);
+	assert_int_equal(zt.nparts, 2);
+	assert_int_equal(zt.parts[0].n, 2);
+	assert_int_equal(zt.parts[0].ids[0], 2);
+	assert_int_equal(zt.parts[1].ids[0], 3);
+	assert_int_equal(zt.parts[1].ids[1], 1);
+	znode_topic_free(&zt);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(znode_topic_decode(bad[i], strlen(bad[i]), &zt), -EBADMSG);
+}
+
+/* A partition state has Kafka's version 1 keys, round-trips, and leader -1 is allowed. */
+static void test_state(void **state)
+{
+	struct znode_state st = { .leader = -1, .leader_epoch = 3, .controller_epoch = 2, .isr = { 1, { 5 } } }, back;
+	char *doc = znode_state_encode(&st);
+	json_t *got = load(doc),
+	       *exp = load("{\"controller_epoch\":2,\"leader\":-1,\"version\":1,\"leader_epoch\":3,\"isr\":[5]}");
+	const char *bad = "{\"controller_epoch\":2,\"leader\":-2,\"leader_epoch\":3,\"isr\":[5]}";
+
+	(void)state;
+	assert_true(json_equal(got, exp));
+	assert_int_equal(znode_state_decode(doc, strlen(doc), &back), 0);
+	assert_int_equal(back.leader, -1);
+	assert_int_equal(back.leader_epoch, 3);
+	assert_int_equal(back.controller_epoch, 2);
+	assert_int_equal(back.isr.n, 1);
+	assert_int_equal(back.isr.ids[0], 5);
+	assert_int_equal(znode_state_decode(bad, strlen(bad), &back), -EBADMSG);
+	json_decref(got);
+	json_decref(exp);
+	free(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +331,9 @@ int main(void)
 		cmocka_unit_test(test_cluster_id),
 		cmocka_unit_test(test_epoch_and_ids),
 		cmocka_unit_test(test_persistent_paths),
+		cmocka_unit_test(test_topic_documents),
+		cmocka_unit_test(test_topic_decode),
+		cmocka_unit_test(test_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

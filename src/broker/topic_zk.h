@@ -1,0 +1,34 @@
+/*
+ * topic_zk.h - a new topic's znodes in cluster mode (zookeeper.connect):
+ * what CreateTopics writes to ZooKeeper before the topic is made, as a
+ * Kafka broker in ZooKeeper mode does - the replica assignment (Kafka's
+ * algorithm over the live brokers, cluster/assign.h) under
+ * /brokers/topics/<t> and the config overrides under /config/topics/<t>.
+ * Writing both atomically makes the topic's name unique cluster-wide.
+ */
+#ifndef GREGOR_BROKER_TOPIC_ZK_H
+#define GREGOR_BROKER_TOPIC_ZK_H
+
+#include "broker/api.h"
+#include "cluster/cluster.h"
+#include "util/uuid.h"
+
+/* Live brokers known (1 on a single node, where the broker is alone). */
+int topic_zk_live(const struct broker *b);
+/* True if id is a live broker of the cluster (on a single node: this one). */
+bool topic_zk_is_live(const struct broker *b, int32_t id);
+
+/*
+ * Writes topic in's znodes: its manual assignment, or nparts partitions of
+ * rf replicas assigned over the live brokers; id: the topic id written.
+ * done(arg, err) follows as cluster_topic_create() says.  0, or -ENOTCONN
+ * (no ZooKeeper session), -ENOMEM, -EINVAL (rf larger than the live
+ * brokers), -EXDEV (only some brokers have a rack); done never runs then.
+ */
+int topic_zk_create(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t nparts, int32_t rf,
+		    const struct kuuid *id, cluster_done_fn *done, void *arg);
+/* The same for an auto-created topic: nparts partitions, RF 1, no config overrides. */
+int topic_zk_autocreate(struct req *rq, struct kstr name, int32_t nparts, const struct kuuid *id, cluster_done_fn *done,
+			void *arg);
+
+#endif
