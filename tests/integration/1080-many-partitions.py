@@ -2,7 +2,7 @@
 """1080: 10,000 partitions on one broker, each holding one descriptor at rest.
 
 itest: alone (it bounds the broker's descriptors and makes 60,000 files;
-33-68 s here by itself).
+24-68 s here by itself).
 
 100 topics x 100 partitions created with the AdminClient, one record
 produced to every partition (confluent_kafka, acks=all), every record read
