@@ -36,6 +36,11 @@
  *
  * Fetch v0-v3 get the legacy message formats, converted in memory
  * (broker/downconvert.h); Fetch below v10 gets no zstd data.
+ *
+ * At stop one log line tells what the answers carried (partitions and
+ * bytes per answer, partitions left below their high watermark with
+ * nothing, parked fetches and timeouts): a consumer's reads seen from
+ * the broker's side.
  */
 #include <errno.h>
 #include <stddef.h>
