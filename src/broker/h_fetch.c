@@ -36,6 +36,11 @@
  *
  * Fetch v0-v3 get the legacy message formats, converted in memory
  * (broker/downconvert.h); Fetch below v10 gets no zstd data.
+ *
+ * At stop one log line tells what the answers carried (partitions and
+ * bytes per answer, partitions left below their high watermark with
+ * nothing, parked fetches and timeouts): a consumer's reads seen from
+ * the broker's side.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -71,6 +76,11 @@ struct fetch_hold {
 };
 
 #define FETCH_PARK_GROWTH_MAX (64 << 10) /* arena growth while parked before answering early */
+
+/* What the answered fetches carried, for the shutdown line (bench/consumer-partitions reads it). */
+static struct {
+	uint64_t answers, parts, with_records, behind, bytes, parked, timed_out;
+} fetch_stats;
 
 static void fetch_release(struct req *rq)
 {
@@ -294,11 +304,30 @@ static bool fetch_refill(struct req *rq, bool timed_out)
 	return false;
 }
 
+/* Counts a final response: partitions, those with records, those left behind below their high watermark. */
+static void fetch_count(const struct FetchRequest *f, const struct FetchResponse *resp)
+{
+	fetch_stats.answers++;
+	for (int32_t i = 0; i < resp->Responses.n; i++)
+		for (int32_t j = 0; j < resp->Responses.v[i].Partitions.n; j++) {
+			const struct FetchResponsePartition *p = &resp->Responses.v[i].Partitions.v[j];
+
+			fetch_stats.parts++;
+			if (p->Records.len > 0) {
+				fetch_stats.with_records++;
+				fetch_stats.bytes += (uint64_t)p->Records.len;
+			} else if (!p->ErrorCode && p->HighWatermark > f->Topics.v[i].Partitions.v[j].FetchOffset) {
+				fetch_stats.behind++;
+			}
+		}
+}
+
 /* The response is final: the fetch session learns what it tells. */
 static void fetch_finish(struct req *rq)
 {
 	struct fetch_hold *h = rq->hold;
 
+	fetch_count(&h->eff, rq->out);
 	fetch_context_finish(rq->b->fetch_sessions, &h->ctx, &h->eff, rq->out, clock_mono_ms());
 }
 
@@ -308,6 +337,7 @@ static void fetch_timeout(struct loop_timer *t)
 
 	fetch_unpark(rq);
 	fetch_refill(rq, true);
+	fetch_stats.timed_out++;
 	fetch_finish(rq);
 	req_reply(rq);
 }
@@ -328,6 +358,7 @@ static void fetch_park(struct req *rq, const struct FetchRequest *f)
 		for (int32_t j = 0; j < f->Topics.v[i].Partitions.n; j++)
 			parts[k++] = t ? registry_part(t, f->Topics.v[i].Partitions.v[j].Partition) : NULL;
 	}
+	fetch_stats.parked++;
 	fetch_park_add(&h->park, rq, rq->c, req_alloc(rq, (size_t)n, sizeof(struct fetch_watch)), parts, n);
 	h->arena_parked = h->arena_charged = rq->arena.bytes;
 	conn_slot_charge(rq->slot, (int64_t)h->arena_charged);
@@ -386,6 +417,16 @@ void fetch_sessions_expire(struct broker *b, int64_t now_ms)
 
 void fetch_sessions_stop(struct broker *b)
 {
+	log_info("fetch answers: %llu, partitions %llu (%.1f per answer), with records %llu (%.1f per answer, "
+		 "%.0f bytes per answer), left below their high watermark %llu; parked %llu, answered at their "
+		 "timeout %llu",
+		 (unsigned long long)fetch_stats.answers, (unsigned long long)fetch_stats.parts,
+		 fetch_stats.answers ? (double)fetch_stats.parts / (double)fetch_stats.answers : 0.0,
+		 (unsigned long long)fetch_stats.with_records,
+		 fetch_stats.answers ? (double)fetch_stats.with_records / (double)fetch_stats.answers : 0.0,
+		 fetch_stats.answers ? (double)fetch_stats.bytes / (double)fetch_stats.answers : 0.0,
+		 (unsigned long long)fetch_stats.behind, (unsigned long long)fetch_stats.parked,
+		 (unsigned long long)fetch_stats.timed_out);
 	if (!b->fetch_sessions)
 		return;
 	fetch_session_cache_release(b->fetch_sessions);
