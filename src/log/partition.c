@@ -36,19 +36,19 @@
 
 void part_cfg_default(struct part_cfg *cfg)
 {
-	cfg->segment_bytes = 1LL << 30;
-	cfg->segment_ms = 7LL * 24 * 3600 * 1000;
-	cfg->segment_jitter_ms = 0;
-	cfg->retention_ms = 7LL * 24 * 3600 * 1000;
-	cfg->retention_bytes = -1;
-	cfg->retention_delete = true;
-	cfg->index_interval_bytes = 4096;
-	cfg->segment_index_bytes = 10 << 20;
-	cfg->log_append_time = false;
-	cfg->producer_id_expiration_ms = 86400000;
-	cfg->hw_on_sync = true;
-	cfg->deleter = NULL;
-	cfg->file_delete_delay_ms = 60000;
+	/* a compound literal: every field not named here (a new one too) is zero */
+	*cfg = (struct part_cfg){
+		.segment_bytes = 1LL << 30,
+		.segment_ms = 7LL * 24 * 3600 * 1000,
+		.retention_ms = 7LL * 24 * 3600 * 1000,
+		.retention_bytes = -1,
+		.retention_delete = true,
+		.index_interval_bytes = 4096,
+		.segment_index_bytes = 10 << 20,
+		.producer_id_expiration_ms = 86400000,
+		.hw_on_sync = true,
+		.file_delete_delay_ms = 60000,
+	};
 }
 
 /*
