@@ -182,6 +182,15 @@ SYNC_RE = re.compile(r"sync rounds: (\d+), partitions synced (\d+) \(at most (\d
                      r"(\d+) answers waited for a round \([\d.]+ per round, ([\d.]+) us on average\)")
 
 
+WAKE_RE = re.compile(r"wake-ups: syncer ([\d.]+) us, loop ([\d.]+) us on average")
+
+
+def wake_stats(line):
+    """The shutdown line's mean wake-ups: the syncer thread after the loop's kick, the loop after a round."""
+    m = WAKE_RE.search(line)
+    return {"syncer_wake_us": float(m.group(1)), "loop_wake_us": float(m.group(2))} if m else {}
+
+
 def sync_stats(log_path):
     """The broker's shutdown line on group commit (server.c): rounds, partition syncs, ms syncing, answers
     and their mean wait for a round."""
@@ -192,7 +201,7 @@ def sync_stats(log_path):
                 if m:
                     return {"rounds": int(m.group(1)), "part_syncs": int(m.group(2)), "max_parts": int(m.group(3)),
                             "sync_ms": float(m.group(4)), "answers": int(m.group(5)),
-                            "wait_us": float(m.group(6))}
+                            "wait_us": float(m.group(6))} | wake_stats(line)
     except OSError:
         pass
     return None

@@ -392,6 +392,7 @@ static void server_on_wake(void *arg)
 {
 	struct broker *b = arg;
 
+	syncer_note_wake(b->syncer);                      /* how long the round's end took to reach us */
 	park_on_synced(b);                                /* acks=all produce, OffsetCommit */
 	txns_on_synced(b);                                /* transaction markers and their completion */
 	syncer_take_synced(b->syncer, fetch_park_notify); /* their high watermarks moved */
@@ -545,11 +546,14 @@ static void server_log_sync_stats(struct broker *b)
 
 	syncer_stats(b->syncer, &st);
 	log_info("sync rounds: %llu, partitions synced %llu (at most %llu in a round), %.1f ms syncing, "
-		 "%llu answers waited for a round (%.2f per round, %.0f us on average)",
+		 "%llu answers waited for a round (%.2f per round, %.0f us on average); "
+		 "wake-ups: syncer %.0f us, loop %.0f us on average",
 		 (unsigned long long)st.rounds, (unsigned long long)st.part_syncs, (unsigned long long)st.max_parts,
 		 (double)st.busy_us / 1000.0, (unsigned long long)answered,
 		 st.rounds ? (double)answered / (double)st.rounds : 0.0,
-		 answered ? (double)wait_us / (double)answered : 0.0);
+		 answered ? (double)wait_us / (double)answered : 0.0,
+		 st.wakes ? (double)st.wake_us / (double)st.wakes : 0.0,
+		 st.handbacks ? (double)st.handback_us / (double)st.handbacks : 0.0);
 }
 
 void server_stop(struct broker *b)

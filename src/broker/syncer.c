@@ -41,6 +41,9 @@ struct syncer {
 	bool stop;
 	bool kick;                 /* dirty work marked since the last syncer_kick (mu; also read without it) */
 	struct syncer_stats stats; /* mu */
+	int64_t kick_us;           /* when syncer_kick last signalled (mu) */
+	int64_t done_us;           /* when done_round was last published (mu) */
+	uint64_t noted_round;      /* the last round syncer_note_wake saw (mu) */
 	syncer_fail_fn *on_fail;   /* called once, from this thread, at the first failure */
 	void *fail_arg;
 };
@@ -132,12 +135,18 @@ static void *syncer_main(void *arg)
 		uint64_t round;
 		int64_t t0;
 		int failed;
-		bool broken;
+		bool broken, slept = false;
 
-		while (!s->ndirty && !s->stop)
+		while (!s->ndirty && !s->stop) {
 			pthread_cond_wait(&s->cv, &s->mu);
+			slept = true;
+		}
 		if (!s->ndirty && s->stop)
 			break;
+		if (slept && !s->stop) { /* the loop's kick to this thread running: a wake-up's cost */
+			s->stats.wakes++;
+			s->stats.wake_us += (uint64_t)(clock_mono_us() - s->kick_us);
+		}
 		s->busy = s->dirty;
 		s->nbusy = s->ndirty;
 		s->next_busy = 0;
@@ -155,6 +164,7 @@ static void *syncer_main(void *arg)
 		syncer_keep_synced(s);
 		if (failed && !s->failed_round)
 			s->failed_round = round;
+		s->done_us = clock_mono_us();
 		__atomic_store_n(&s->done_round, round, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&s->idle_cv);
 		loop_wake(s->loop);
@@ -233,6 +243,7 @@ void syncer_kick(struct syncer *s)
 		return;
 	pthread_mutex_lock(&s->mu);
 	s->kick = false;
+	s->kick_us = clock_mono_us();
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 }
@@ -241,6 +252,17 @@ void syncer_stats(struct syncer *s, struct syncer_stats *out)
 {
 	pthread_mutex_lock(&s->mu);
 	*out = s->stats;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void syncer_note_wake(struct syncer *s)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->done_round > s->noted_round) {
+		s->noted_round = s->done_round;
+		s->stats.handbacks++;
+		s->stats.handback_us += (uint64_t)(clock_mono_us() - s->done_us);
+	}
 	pthread_mutex_unlock(&s->mu);
 }
 

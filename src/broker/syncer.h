@@ -48,6 +48,8 @@ void syncer_stop(struct syncer *s);
 uint64_t syncer_want(struct syncer *s, struct part *part);
 /* Wakes an idle flusher if anything was marked dirty since the last call (end of each loop pass). */
 void syncer_kick(struct syncer *s);
+/* The loop noticed the thread's wake-up: counts how long after the newest round's end (stats). */
+void syncer_note_wake(struct syncer *s);
 /* The last round completed; rounds complete in order. */
 uint64_t syncer_done(struct syncer *s);
 /* True if round ticket failed: a sync failed in it or in an earlier round (the data may not be durable). */
@@ -60,10 +62,14 @@ bool syncer_failed(struct syncer *s, uint64_t ticket);
 void syncer_take_synced(struct syncer *s, void (*fn)(const struct part *part));
 /* What the flusher did since it started (the shutdown log line, bench/compare). */
 struct syncer_stats {
-	uint64_t rounds;     /* rounds completed */
-	uint64_t part_syncs; /* partitions synced, over all rounds */
-	uint64_t busy_us;    /* time spent in rounds */
-	uint64_t max_parts;  /* the largest round, in partitions */
+	uint64_t rounds;      /* rounds completed */
+	uint64_t part_syncs;  /* partitions synced, over all rounds */
+	uint64_t busy_us;     /* time spent in rounds */
+	uint64_t max_parts;   /* the largest round, in partitions */
+	uint64_t wakes;       /* rounds that began by waking the sleeping thread */
+	uint64_t wake_us;     /* from syncer_kick to the thread running, summed over wakes */
+	uint64_t handbacks;   /* syncer_note_wake calls that found a newer round */
+	uint64_t handback_us; /* from that round's end to the call, summed */
 };
 void syncer_stats(struct syncer *s, struct syncer_stats *out);
 /* Forgets part (it is being closed or deleted); waits if it is being synced. */
