@@ -17,7 +17,9 @@
 
 #include "broker/broker.h"
 #include "broker/handlers.h"
+#include "broker/stats.h"
 #include "proto/kerr.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 const struct api_entry api_table[API_COUNT] = {
@@ -102,6 +104,7 @@ const char *req_cstr(struct req *rq, struct kstr s)
 
 static void req_free(struct req *rq)
 {
+	stats_request(rq->hdr.api_key, rq->hdr.api_version, clock_mono_us() - rq->start_us, rq->refused);
 	if (rq->on_free)
 		rq->on_free(rq);
 	conn_put(rq->c);
@@ -182,6 +185,7 @@ static void req_reject(struct req *rq, const char *why)
 	log_warn("%s: %s (api key %d version %d, client '%.*s')", conn_peer(rq->c), why, rq->hdr.api_key,
 		 rq->hdr.api_version, rq->hdr.client_id.len > 0 ? rq->hdr.client_id.len : 0,
 		 rq->hdr.client_id.p ? rq->hdr.client_id.p : "");
+	rq->refused = true;
 	conn_slot_done(rq->c, rq->slot, NULL);
 	conn_close(rq->c, why);
 	req_free(rq);
@@ -232,6 +236,7 @@ void api_on_request(struct conn *c, struct conn_slot *slot, uint8_t *frame, int3
 		return;
 	}
 	rq->b = api_broker;
+	rq->start_us = clock_mono_us();
 	rq->c = conn_get(c);
 	rq->slot = slot;
 	rq->frame = frame;

@@ -45,6 +45,8 @@ struct req {
 	void (*on_free)(struct req *rq); /* releases what a handler holds (file refs) */
 	bool autocreated;                /* re-run once the topics it auto-created were made: creates no more */
 	void *hold;                      /* handler-owned state for on_free */
+	int64_t start_us;                /* clock_mono_us() when read (request total time) */
+	bool refused;                    /* the connection was closed for it (error count) */
 };
 
 typedef int api_handler_fn(struct req *rq, const void *in, void *out);

@@ -71,6 +71,9 @@ static const struct conf_def defs[] = {
 	     "Addresses given to clients in Metadata; null or empty means the same as `listeners`. In cluster mode "
 	     "the address of the listener served is registered under `/brokers/ids/<id>`, where the other brokers "
 	     "read it for their Metadata (an empty or wildcard host is replaced with this machine's host name)."),
+	STR("metrics.listener", metrics_listener, NULL, false,
+	    "Address of the HTTP listener serving Prometheus `/metrics`, `/health/live` and `/health/ready`, as "
+	    "`http://host:port` (docs/metrics.md); unset or empty: no HTTP listener."),
 	STR("broker.rack", broker_rack, NULL, false,
 	    "Rack of this broker, reported in Metadata and, in cluster mode, registered in ZooKeeper."),
 	/* log layout */

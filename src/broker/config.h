@@ -88,6 +88,7 @@ struct broker_cfg {
 	int32_t broker_id; /* alias of node_id, kept equal after parsing */
 	char *cluster_id;
 	char *listeners;            /* list */
+	char *metrics_listener;     /* http://host:port of /metrics and /health; NULL: off */
 	char *advertised_listeners; /* list, NULL = listeners */
 	char *broker_rack;
 	/* log layout */

@@ -55,6 +55,7 @@
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
+#include "broker/stats.h"
 #include "log/partition.h"
 #include "log/txnidx.h"
 #include "proto/kerr.h"
@@ -316,6 +317,7 @@ static void fetch_count(const struct FetchRequest *f, const struct FetchResponse
 			if (p->Records.len > 0) {
 				fetch_stats.with_records++;
 				fetch_stats.bytes += (uint64_t)p->Records.len;
+				stats_topic_out(resp->Responses.v[i].Topic, (uint64_t)p->Records.len);
 			} else if (!p->ErrorCode && p->HighWatermark > f->Topics.v[i].Partitions.v[j].FetchOffset) {
 				fetch_stats.behind++;
 			}

@@ -41,6 +41,7 @@
 #include "broker/park.h"
 #include "broker/produce_check.h"
 #include "broker/registry.h"
+#include "broker/stats.h"
 #include "broker/syncer.h"
 #include "log/partition.h"
 #include "log/pstate.h"
@@ -294,6 +295,8 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 		return 0;
 	}
 	fetch_park_notify(part);
+	stats_topic_in((struct kstr){ t->name, (int32_t)strlen(t->name) }, (uint64_t)rin.Records.len,
+		       (uint64_t)(info.last_offset - info.base_offset + 1));
 	out->BaseOffset = info.base_offset;
 	out->LogAppendTimeMs = t->cfg.message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME ? info.log_append_time : -1;
 	out->LogStartOffset = info.log_start_offset;

@@ -1,6 +1,10 @@
 /*
  * main.c - the gregor broker executable:
  *   gregor [--help] [--version] [server.properties] [--override key=value ...]
+ *
+ * The program wires the layers together, so it alone reaches above broker/:
+ * the operations HTTP listener (ops/) starts before the log dirs are
+ * loaded, so /health/live answers and /health/ready says 503 meanwhile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,11 +13,13 @@
 #include "broker/broker.h"
 #include "broker/config.h"
 #include "broker/server.h"
+#include "ops/http.h"
 #include "util/log.h"
 
 int main(int argc, char **argv)
 {
 	static struct broker b;
+	struct http *http = NULL;
 	const char *path = NULL;
 	int rc = config_parse_args(argc, argv, &b.cfg, &path);
 
@@ -30,12 +36,14 @@ int main(int argc, char **argv)
 	b.argv = argv;
 	log_info("gregor %s starting (config %s)", GREGOR_VERSION, path ? path : "defaults");
 	config_report_unused(&b.cfg);
-	if (server_start(&b) < 0) {
+	if (http_start(b.cfg.metrics_listener, &http) < 0 || server_start(&b) < 0) {
 		log_error("start-up failed");
+		http_stop(http);
 		return 1;
 	}
 	server_run(&b);
 	server_stop(&b);
+	http_stop(http);
 	config_release(&b.cfg);
 	return b.exit_code; /* 2: the cluster refused this broker (logged) */
 }

@@ -29,6 +29,7 @@
 #include "broker/registry.h"
 #include "broker/cleaner.h"
 #include "broker/creator.h"
+#include "broker/stats.h"
 #include "broker/syncer.h"
 #include "cluster/cluster.h"
 #include "log/partition.h"
@@ -127,7 +128,7 @@ static void server_ip_del(const struct conn *c)
 static void server_on_closed(struct conn *c)
 {
 	fetch_park_conn_closed(c); /* its parked fetches are finished by the next fetch_wake */
-	server_nconns--;
+	stats_set_connections(--server_nconns);
 	server_ip_del(c);
 }
 
@@ -193,7 +194,8 @@ static void server_accept(struct loop_io *io, uint32_t events)
 		if (conn_new(b->loop, fd, &cc, &c) == 0) {
 			int32_t n = server_ip_add(c);
 
-			server_nconns++; /* both undone by server_on_closed */
+			stats_set_connections(++server_nconns); /* both undone by server_on_closed */
+			stats_add(&stats_counters.connections_accepted, 1);
 			log_debug(LOGC_NET, "net", "%s: accepted", conn_peer(c));
 			if (n < 0 || n > b->cfg.max_connections_per_ip) {
 				log_warn("refusing a connection from %s: max.connections.per.ip=%d reached",
@@ -398,6 +400,7 @@ static void server_on_wake(void *arg)
 	syncer_take_synced(b->syncer, fetch_park_notify); /* their high watermarks moved */
 	cleaner_on_wake(b->cleaner);                      /* a compaction pass finished */
 	creator_on_wake(b->creator);                      /* topics and partitions made */
+	stats_on_wake(b);                                 /* /metrics asked for a snapshot */
 }
 
 /* The syncer thread saw a sync fail: nothing in the log dir is trusted any more. */
@@ -526,6 +529,8 @@ int server_start(struct broker *b)
 	if (err)
 		return err;
 	loop_on_wake(b->loop, server_on_wake, b);
+	stats_attach(b);
+	stats_set_ready(true); /* log dirs loaded, listener up */
 	loop_on_idle(b->loop, broker_after_events, b);
 	loop_timer_init(&b->accept_pause, server_accept_resume);
 	loop_timer_init(&b->housekeeping, server_housekeeping);
@@ -560,6 +565,8 @@ void server_stop(struct broker *b)
 {
 	int64_t t0 = clock_mono_ms();
 
+	stats_set_ready(false);
+	stats_detach(); /* a scrape from now on gets the last snapshot at once */
 	loop_timer_cancel(b->loop, &b->accept_pause);
 	cluster_stop(b->cluster); /* first: the registration and /controller go at once */
 	b->cluster = NULL;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker/stats.h"
 #include "log/partition.h"
 #include "util/clock.h"
 #include "util/durable.h"
@@ -160,6 +161,7 @@ static void *syncer_main(void *arg)
 		failed = syncer_round(s, s->busy, s->nbusy, broken);
 		pthread_mutex_lock(&s->mu);
 		syncer_count(s, clock_mono_us() - t0);
+		stats_sync_round(clock_mono_us() - t0, (uint64_t)s->nbusy);
 		syncer_mark_all(s->busy, s->nbusy, SYNCER_PENDING, SYNCER_IDLE); /* a failed round stops early */
 		syncer_keep_synced(s);
 		if (failed && !s->failed_round)

@@ -1,0 +1,120 @@
+/*
+ * stats.h - what the broker counts for the operations layer (ops/metrics.c
+ * renders it as Prometheus text on the HTTP thread).
+ *
+ * Two kinds of figures, two ways across the thread boundary:
+ *
+ *  - Counters and histograms of requests, sync rounds and bytes are
+ *    written by the thread doing the work (the event loop, the syncer) as
+ *    relaxed atomic adds into fixed arrays and read by the HTTP thread with
+ *    relaxed atomic loads.  No lock, no allocation, nothing the loop waits
+ *    on; a scrape may see a histogram's _count one request ahead of its
+ *    buckets, which Prometheus tolerates.
+ *
+ *  - Everything that lives in loop-owned structures (topics, partitions,
+ *    log sizes, groups, connections, per-topic byte counters keyed by
+ *    name) is copied by the loop into a snapshot *on request*: the HTTP
+ *    thread raises a flag and wakes the loop (loop_wake), the loop builds
+ *    a fresh struct stats_snap in its wake-up callback (stats_on_wake) and
+ *    publishes it under a mutex; the HTTP thread waits for it at most
+ *    STATS_SNAP_WAIT_MS and otherwise serves the newest one it has (a
+ *    busy or stopped loop never blocks a scrape for longer).  On request
+ *    rather than periodic so that an unscraped broker pays nothing, and a
+ *    scrape sees figures from that moment.
+ */
+#ifndef GREGOR_BROKER_STATS_H
+#define GREGOR_BROKER_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto_msgs.h"
+#include "util/buf.h"
+
+struct broker;
+struct loop;
+
+#define STATS_VERSIONS 17     /* request versions counted one by one (0..16); higher ones count as 16 */
+#define STATS_LAT_BUCKETS 14  /* request total time buckets, ms (stats_lat_bounds_ms) */
+#define STATS_SYNC_BUCKETS 12 /* sync round time buckets, ms (stats_sync_bounds_ms) */
+#define STATS_SNAP_WAIT_MS 1000
+#define STATS_TOPICS_MAX 20000 /* per-topic series beyond this are folded into the totals only */
+
+extern const double stats_lat_bounds_ms[STATS_LAT_BUCKETS];
+extern const double stats_sync_bounds_ms[STATS_SYNC_BUCKETS];
+
+/* Written with relaxed atomics by their owners; read the same way (stats_load). */
+struct stats_counters {
+	uint64_t requests[API_COUNT][STATS_VERSIONS];
+	uint64_t errors[API_COUNT];                        /* requests refused: the connection was closed */
+	uint64_t lat_bucket[API_COUNT][STATS_LAT_BUCKETS]; /* non-cumulative; +Inf is count - sum of these */
+	uint64_t lat_count[API_COUNT];
+	uint64_t lat_sum_us[API_COUNT];
+	uint64_t bytes_in, bytes_out, messages_in; /* totals over every topic */
+	uint64_t sync_bucket[STATS_SYNC_BUCKETS];  /* one sample per sync round (its fdatasyncs) */
+	uint64_t sync_count, sync_sum_us, sync_parts;
+	uint64_t connections_accepted;
+};
+extern struct stats_counters stats_counters;
+
+static inline void stats_add(uint64_t *c, uint64_t v)
+{
+	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+static inline uint64_t stats_load(const uint64_t *c)
+{
+	return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+/* A request finished (answered or refused) after us microseconds. Loop thread. */
+void stats_request(int16_t api_key, int16_t api_version, int64_t us, bool refused);
+/* Records appended to topic (loop thread): bytes and messages in. */
+void stats_topic_in(struct kstr topic, uint64_t bytes, uint64_t messages);
+/* Record bytes served from topic by a fetch (loop thread). */
+void stats_topic_out(struct kstr topic, uint64_t bytes);
+/* One sync round: its duration and the partitions it synced (syncer thread). */
+void stats_sync_round(int64_t us, uint64_t parts);
+
+/* The log dirs are loaded and the Kafka listener is up (or no longer: shutdown). */
+void stats_set_ready(bool ready);
+bool stats_ready(void);
+
+/* A copy of loop-owned state, immutable once published. */
+struct stats_part {
+	int32_t topic; /* index into stats_snap.topics */
+	int32_t partition;
+	int64_t size_bytes;
+	int64_t log_start_offset, log_end_offset;
+};
+struct stats_topic {
+	char *name;
+	uint64_t bytes_in, bytes_out, messages_in;
+};
+struct stats_snap {
+	int64_t taken_ms; /* clock_wall_ms() */
+	int32_t ntopics, nparts;
+	struct stats_topic *topics;
+	struct stats_part *parts;
+	int32_t groups_by_state[5]; /* enum group_state */
+	int32_t connections;
+	int refs; /* under the publication lock */
+};
+
+/* The loop this broker runs on and the state snapshots are taken from (server_start). */
+void stats_attach(struct broker *b);
+/* Loop thread, from the broker's wake-up callback: builds a snapshot if one was asked for. */
+void stats_on_wake(struct broker *b);
+/* Loop thread, at shutdown: no more snapshots (waiters get the last one at once). */
+void stats_detach(void);
+/*
+ * Any thread but the loop's: asks the loop for a fresh snapshot and waits
+ * at most STATS_SNAP_WAIT_MS; returns it, or the newest older one, or NULL
+ * if none was ever taken.  Release with stats_snap_put.
+ */
+struct stats_snap *stats_snap_get(void);
+void stats_snap_put(struct stats_snap *s);
+
+/* Connections open now (server.c keeps it). */
+void stats_set_connections(int32_t n);
+
+#endif

@@ -1,0 +1,251 @@
+/*
+ * metrics.c - renders /metrics (see metrics.h).
+ *
+ * Names follow what the JMX exporter's example Kafka rules produce from
+ * Kafka's MBeans (kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec
+ * -> kafka_server_brokertopicmetrics_bytesin_total), with the process_*
+ * names of the Prometheus client libraries.  Label cardinality is bounded
+ * by what the broker holds: one series per topic (at most
+ * STATS_TOPICS_MAX), per partition, per API and version in use; group ids
+ * and client ids are never labels.
+ *
+ * Everything is written into one growing buffer: at 10,000 partitions the
+ * text is about 1.5 MB and takes a few milliseconds (docs/performance.md).
+ */
+#include "ops/metrics.h"
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "broker/stats.h"
+
+struct mbuf {
+	char *p;
+	size_t len, cap;
+	bool err;
+};
+
+static void mb_printf(struct mbuf *m, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (int tries = 0; tries < 2 && !m->err; tries++) {
+		va_start(ap, fmt);
+		n = vsnprintf(m->p + m->len, m->cap - m->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			m->err = true;
+			return;
+		}
+		if ((size_t)n < m->cap - m->len) {
+			m->len += (size_t)n;
+			return;
+		}
+		size_t cap = (m->cap + (size_t)n + 1) * 2;
+		char *p = realloc(m->p, cap);
+
+		if (!p) {
+			m->err = true;
+			return;
+		}
+		m->p = p;
+		m->cap = cap;
+	}
+}
+
+static void mb_head(struct mbuf *m, const char *name, const char *type, const char *help)
+{
+	mb_printf(m, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A topic name as a label value: topic names are [a-zA-Z0-9._-], so only a guard against anything else. */
+static const char *label_safe(const char *s)
+{
+	return strpbrk(s, "\"\\\n") ? "invalid" : s;
+}
+
+static void metrics_topics(struct mbuf *m, const struct stats_snap *s)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} tm[] = {
+		{ "kafka_server_brokertopicmetrics_bytesin_total", "Record bytes appended by produce requests.",
+		  offsetof(struct stats_topic, bytes_in) },
+		{ "kafka_server_brokertopicmetrics_bytesout_total", "Record bytes served to fetch requests.",
+		  offsetof(struct stats_topic, bytes_out) },
+		{ "kafka_server_brokertopicmetrics_messagesin_total", "Records appended by produce requests.",
+		  offsetof(struct stats_topic, messages_in) },
+	};
+	const uint64_t totals[3] = { stats_load(&stats_counters.bytes_in), stats_load(&stats_counters.bytes_out),
+				     stats_load(&stats_counters.messages_in) };
+
+	for (size_t k = 0; k < 3; k++) {
+		mb_head(m, tm[k].name, "counter", tm[k].help);
+		mb_printf(m, "%s %llu\n", tm[k].name, (unsigned long long)totals[k]);
+		for (int32_t i = 0; s && i < s->ntopics; i++) {
+			uint64_t v = *(const uint64_t *)((const char *)&s->topics[i] + tm[k].off);
+
+			mb_printf(m, "%s{topic=\"%s\"} %llu\n", tm[k].name, label_safe(s->topics[i].name),
+				  (unsigned long long)v);
+		}
+	}
+}
+
+static void metrics_partitions(struct mbuf *m, const struct stats_snap *s)
+{
+	static const char *states[5] = { "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead" };
+
+	mb_head(m, "kafka_server_replicamanager_partitioncount", "gauge", "Partitions on this broker.");
+	mb_printf(m, "kafka_server_replicamanager_partitioncount %d\n", s->nparts);
+	mb_head(m, "kafka_server_replicamanager_leadercount", "gauge", "Partitions this broker leads.");
+	mb_printf(m, "kafka_server_replicamanager_leadercount %d\n", s->nparts);
+	mb_head(m, "kafka_log_log_size", "gauge", "Bytes in all segments of a partition.");
+	for (int32_t i = 0; i < s->nparts; i++)
+		mb_printf(m, "kafka_log_log_size{topic=\"%s\",partition=\"%d\"} %lld\n",
+			  label_safe(s->topics[s->parts[i].topic].name), s->parts[i].partition,
+			  (long long)s->parts[i].size_bytes);
+	mb_head(m, "kafka_log_log_logendoffset", "gauge", "Log end offset of a partition.");
+	for (int32_t i = 0; i < s->nparts; i++)
+		mb_printf(m, "kafka_log_log_logendoffset{topic=\"%s\",partition=\"%d\"} %lld\n",
+			  label_safe(s->topics[s->parts[i].topic].name), s->parts[i].partition,
+			  (long long)s->parts[i].log_end_offset);
+	mb_head(m, "kafka_coordinator_group_groupmetadatamanager_numgroups", "gauge", "Consumer groups by state.");
+	for (int i = 0; i < 5; i++)
+		mb_printf(m, "kafka_coordinator_group_groupmetadatamanager_numgroups{state=\"%s\"} %d\n", states[i],
+			  s->groups_by_state[i]);
+	mb_head(m, "kafka_server_socketservermetrics_connections", "gauge", "Kafka client connections open.");
+	mb_printf(m, "kafka_server_socketservermetrics_connections %d\n", s->connections);
+}
+
+/* One histogram: non-cumulative bucket counts, their bounds in ms, count and sum in microseconds. */
+static void metrics_histogram(struct mbuf *m, const char *name, const char *labels, const uint64_t *buckets,
+			      const double *bounds, int n, uint64_t count, uint64_t sum_us)
+{
+	uint64_t cum = 0;
+
+	for (int i = 0; i < n; i++) {
+		cum += stats_load(&buckets[i]);
+		mb_printf(m, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, labels[0] ? "," : "", bounds[i],
+			  (unsigned long long)cum);
+	}
+	if (count < cum)
+		count = cum; /* read a moment apart: never let +Inf fall below a bucket */
+	mb_printf(m, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, labels[0] ? "," : "",
+		  (unsigned long long)count);
+	mb_printf(m, "%s_sum%s%s%s %.3f\n", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "",
+		  (double)sum_us / 1000.0);
+	mb_printf(m, "%s_count%s%s%s %llu\n", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "",
+		  (unsigned long long)count);
+}
+
+static void metrics_requests(struct mbuf *m)
+{
+	struct stats_counters *sc = &stats_counters;
+	char labels[96];
+
+	mb_head(m, "kafka_network_requestmetrics_requests_total", "counter", "Requests received, by API and version.");
+	for (int a = 0; a < API_COUNT; a++)
+		for (int v = 0; v < STATS_VERSIONS; v++) {
+			uint64_t n = stats_load(&sc->requests[a][v]);
+
+			if (n && proto_apis[a].name)
+				mb_printf(m,
+					  "kafka_network_requestmetrics_requests_total{request=\"%s\",version=\"%d\"} "
+					  "%llu\n",
+					  proto_apis[a].name, v, (unsigned long long)n);
+		}
+	mb_head(m, "kafka_network_requestmetrics_errors_total", "counter",
+		"Requests refused by closing the connection (malformed, unsupported), by API.");
+	for (int a = 0; a < API_COUNT; a++)
+		if (stats_load(&sc->lat_count[a]) && proto_apis[a].name)
+			mb_printf(m, "kafka_network_requestmetrics_errors_total{request=\"%s\"} %llu\n",
+				  proto_apis[a].name, (unsigned long long)stats_load(&sc->errors[a]));
+	mb_head(m, "kafka_network_requestmetrics_totaltimems", "histogram",
+		"Time from a request read to its response queued, in ms, by API.");
+	for (int a = 0; a < API_COUNT; a++) {
+		uint64_t count = stats_load(&sc->lat_count[a]);
+
+		if (!count || !proto_apis[a].name)
+			continue;
+		snprintf(labels, sizeof(labels), "request=\"%s\"", proto_apis[a].name);
+		metrics_histogram(m, "kafka_network_requestmetrics_totaltimems", labels, sc->lat_bucket[a],
+				  stats_lat_bounds_ms, STATS_LAT_BUCKETS, count, stats_load(&sc->lat_sum_us[a]));
+	}
+}
+
+static void metrics_sync(struct mbuf *m)
+{
+	struct stats_counters *sc = &stats_counters;
+
+	mb_head(m, "kafka_log_logflushstats_logflushrateandtimems", "histogram",
+		"Duration of one group-commit round of fdatasyncs, in ms.");
+	metrics_histogram(m, "kafka_log_logflushstats_logflushrateandtimems", "", sc->sync_bucket, stats_sync_bounds_ms,
+			  STATS_SYNC_BUCKETS, stats_load(&sc->sync_count), stats_load(&sc->sync_sum_us));
+	mb_head(m, "gregor_log_flush_partitions_total", "counter", "Partitions synced, summed over sync rounds.");
+	mb_printf(m, "gregor_log_flush_partitions_total %llu\n", (unsigned long long)stats_load(&sc->sync_parts));
+}
+
+/* process_* from /proc/self: CPU seconds, resident memory, open and maximum descriptors, start time. */
+static void metrics_process(struct mbuf *m)
+{
+	char buf[1024], *p;
+	FILE *f = fopen("/proc/self/stat", "r");
+	unsigned long long ut = 0, st = 0, rss = 0;
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	int nfd = 0;
+	DIR *d;
+	struct dirent *de;
+	struct rlimit rl;
+
+	if (f && fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		sscanf(p + 2,
+		       "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %*u %*u %llu",
+		       &ut, &st, &rss);
+	if (f)
+		fclose(f);
+	d = opendir("/proc/self/fd");
+	while (d && (de = readdir(d)))
+		nfd += de->d_name[0] != '.';
+	if (d) {
+		closedir(d);
+		nfd--; /* the directory's own descriptor */
+	}
+	getrlimit(RLIMIT_NOFILE, &rl);
+	mb_head(m, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.");
+	mb_printf(m, "process_cpu_seconds_total %.2f\n", (double)(ut + st) / (double)tck);
+	mb_head(m, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+	mb_printf(m, "process_resident_memory_bytes %llu\n", rss * (unsigned long long)page);
+	mb_head(m, "process_open_fds", "gauge", "Open file descriptors.");
+	mb_printf(m, "process_open_fds %d\n", nfd);
+	mb_head(m, "process_max_fds", "gauge", "Limit of open file descriptors.");
+	mb_printf(m, "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+}
+
+char *metrics_render(size_t *len)
+{
+	struct mbuf m = { 0 };
+	struct stats_snap *s = stats_snap_get();
+
+	metrics_topics(&m, s);
+	if (s)
+		metrics_partitions(&m, s);
+	metrics_requests(&m);
+	metrics_sync(&m);
+	metrics_process(&m);
+	stats_snap_put(s);
+	if (m.err || !m.p) {
+		free(m.p);
+		return NULL;
+	}
+	*len = m.len;
+	return m.p;
+}
