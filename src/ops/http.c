@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +121,7 @@ int http_start(const char *spec, struct http **out)
 {
 	struct addrinfo *ai = NULL;
 	struct http *h;
+	sigset_t all, was;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 
 	*out = NULL;
@@ -135,11 +138,15 @@ int http_start(const char *spec, struct http **out)
 	}
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	/* the HTTP thread inherits a mask blocking every signal: SIGTERM/SIGHUP go to the loop's signalfd */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &was);
 	h->d = MHD_start_daemon(flags, 0, NULL, NULL, http_on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS_MAX,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_MAX,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEM_BYTES, MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
 	freeaddrinfo(ai);
 	if (!h->d) {
 		log_error("metrics.listener: cannot listen on '%s'", spec);
