@@ -31,7 +31,7 @@
 
 #define HTTP_CONNS_MAX 64
 #define HTTP_PER_IP_MAX 16
-#define HTTP_TIMEOUT_S 10
+#define HTTP_TIMEOUT_S 5
 #define HTTP_MEM_BYTES (16 * 1024)
 
 struct http {
