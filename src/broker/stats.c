@@ -17,6 +17,7 @@
 #include "broker/broker.h"
 #include "broker/registry.h"
 #include "coord/group.h"
+#include "coord/group_store.h"
 #include "log/partition.h"
 #include "net/loop.h"
 #include "util/clock.h"
@@ -156,6 +157,11 @@ static void stats_snap_free(struct stats_snap *s)
 {
 	for (int32_t i = 0; i < s->ntopics; i++)
 		free(s->topics[i].name);
+	for (int32_t i = 0; i < s->nlags; i++) {
+		free(s->lags[i].group);
+		free(s->lags[i].topic);
+	}
+	free(s->lags);
 	free(s->topics);
 	free(s->parts);
 	free(s);
@@ -199,8 +205,75 @@ static bool stats_snap_topics(struct broker *b, struct stats_snap *s)
 			sp->size_bytes = part_size_bytes(part);
 			sp->log_start_offset = part_log_start_offset(part);
 			sp->log_end_offset = part_log_end_offset(part);
+			s->leaders += registry_leader(b->reg, t, p) == b->node_id;
 			s->nparts++;
 		}
+	}
+	return true;
+}
+
+/* A group id as a label value: bytes outside printable ASCII, quotes and backslashes become '_'. */
+static char *stats_label_dup(struct kstr s)
+{
+	char *p = malloc(s.len > 0 ? (size_t)s.len + 1 : 1);
+
+	for (int32_t i = 0; p && i < s.len; i++)
+		p[i] = s.p[i] >= 0x20 && s.p[i] < 0x7f && s.p[i] != '"' && s.p[i] != '\\' ? s.p[i] : '_';
+	if (p)
+		p[s.len > 0 ? s.len : 0] = '\0';
+	return p;
+}
+
+/* One group's committed offsets against their partitions' high watermarks; false when out of memory. */
+static bool stats_snap_group_lags(struct broker *b, struct stats_snap *s, const struct group *grp)
+{
+	const struct group_offsets *go = group_offsets(grp);
+
+	for (int i = 0; i < go->n; i++) {
+		const struct group_offset *o = &go->v[i];
+		struct topic *t = registry_find(b->reg, (struct kstr){ o->topic, (int32_t)strlen(o->topic) });
+		struct part *part = t ? registry_part(t, o->partition) : NULL;
+		struct stats_lag *l;
+
+		if (!part)
+			continue;
+		if (s->nlags >= STATS_LAGS_MAX) {
+			s->lags_dropped++;
+			continue;
+		}
+		l = &s->lags[s->nlags];
+		l->group = stats_label_dup(group_name(grp));
+		l->topic = strdup(o->topic);
+		l->partition = o->partition;
+		l->lag = part_high_watermark(part) - o->offset;
+		if (l->lag < 0)
+			l->lag = 0;
+		s->nlags++;
+		if (!l->group || !l->topic)
+			return false;
+	}
+	return true;
+}
+
+/* Groups by state and their lags. */
+static bool stats_snap_groups(struct broker *b, struct stats_snap *s)
+{
+	struct group **groups;
+	int ng = 0;
+
+	groups = b->groups ? group_coord_groups(b->groups, &ng) : NULL;
+	if (!groups || !ng)
+		return true;
+	s->lags = calloc(STATS_LAGS_MAX, sizeof(*s->lags));
+	if (!s->lags)
+		return false;
+	for (int i = 0; i < ng; i++) {
+		enum group_state st = group_state(groups[i]);
+
+		if ((int)st >= 0 && (int)st < 5)
+			s->groups_by_state[st]++;
+		if (!stats_snap_group_lags(b, s, groups[i]))
+			return false;
 	}
 	return true;
 }
@@ -208,25 +281,15 @@ static bool stats_snap_topics(struct broker *b, struct stats_snap *s)
 static struct stats_snap *stats_snap_build(struct broker *b)
 {
 	struct stats_snap *s = calloc(1, sizeof(*s));
-	struct group **groups;
-	int ng = 0;
-
 	if (!s)
 		return NULL;
 	s->refs = 1;
 	s->taken_ms = clock_wall_ms();
 	s->connections = __atomic_load_n(&stats_conns, __ATOMIC_RELAXED);
-	if (!stats_snap_topics(b, s)) {
+	if (!stats_snap_topics(b, s) || !stats_snap_groups(b, s)) {
 		log_error("metrics: out of memory taking a snapshot");
 		stats_snap_free(s);
 		return NULL;
-	}
-	groups = b->groups ? group_coord_groups(b->groups, &ng) : NULL;
-	for (int i = 0; groups && i < ng; i++) {
-		enum group_state st = group_state(groups[i]);
-
-		if ((int)st >= 0 && (int)st < 5)
-			s->groups_by_state[st]++;
 	}
 	return s;
 }

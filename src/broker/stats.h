@@ -39,6 +39,7 @@ struct loop;
 #define STATS_SYNC_BUCKETS 12 /* sync round time buckets, ms (stats_sync_bounds_ms) */
 #define STATS_SNAP_WAIT_MS 1000
 #define STATS_TOPICS_MAX 20000 /* per-topic series beyond this are folded into the totals only */
+#define STATS_LAGS_MAX 10000   /* consumer lag series (group, topic, partition) per scrape */
 
 extern const double stats_lat_bounds_ms[STATS_LAT_BUCKETS];
 extern const double stats_sync_bounds_ms[STATS_SYNC_BUCKETS];
@@ -90,11 +91,20 @@ struct stats_topic {
 	char *name;
 	uint64_t bytes_in, bytes_out, messages_in;
 };
+struct stats_lag {
+	char *group; /* sanitised for a label value: printable ASCII, no quote or backslash */
+	char *topic;
+	int32_t partition;
+	int64_t lag; /* high watermark - committed offset, at least 0 */
+};
 struct stats_snap {
 	int64_t taken_ms; /* clock_wall_ms() */
 	int32_t ntopics, nparts;
 	struct stats_topic *topics;
 	struct stats_part *parts;
+	int32_t leaders;             /* partitions this broker leads */
+	int32_t nlags, lags_dropped; /* lags past STATS_LAGS_MAX are counted, not listed */
+	struct stats_lag *lags;
 	int32_t groups_by_state[5]; /* enum group_state */
 	int32_t connections;
 	int refs; /* under the publication lock */

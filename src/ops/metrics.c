@@ -100,6 +100,19 @@ static void metrics_topics(struct mbuf *m, const struct stats_snap *s)
 	}
 }
 
+static void metrics_lags(struct mbuf *m, const struct stats_snap *s)
+{
+	mb_head(m, "kafka_consumergroup_lag", "gauge",
+		"High watermark minus the group's committed offset, per group and partition with a commit.");
+	for (int32_t i = 0; i < s->nlags; i++)
+		mb_printf(m, "kafka_consumergroup_lag{consumergroup=\"%s\",topic=\"%s\",partition=\"%d\"} %lld\n",
+			  s->lags[i].group, label_safe(s->lags[i].topic), s->lags[i].partition,
+			  (long long)s->lags[i].lag);
+	mb_head(m, "gregor_consumergroup_lag_series_dropped", "gauge",
+		"Lag series left out of this scrape past the limit of 10,000.");
+	mb_printf(m, "gregor_consumergroup_lag_series_dropped %d\n", s->lags_dropped);
+}
+
 static void metrics_partitions(struct mbuf *m, const struct stats_snap *s)
 {
 	static const char *states[5] = { "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead" };
@@ -107,7 +120,7 @@ static void metrics_partitions(struct mbuf *m, const struct stats_snap *s)
 	mb_head(m, "kafka_server_replicamanager_partitioncount", "gauge", "Partitions on this broker.");
 	mb_printf(m, "kafka_server_replicamanager_partitioncount %d\n", s->nparts);
 	mb_head(m, "kafka_server_replicamanager_leadercount", "gauge", "Partitions this broker leads.");
-	mb_printf(m, "kafka_server_replicamanager_leadercount %d\n", s->nparts);
+	mb_printf(m, "kafka_server_replicamanager_leadercount %d\n", s->leaders);
 	mb_head(m, "kafka_log_log_size", "gauge", "Bytes in all segments of a partition.");
 	for (int32_t i = 0; i < s->nparts; i++)
 		mb_printf(m, "kafka_log_log_size{topic=\"%s\",partition=\"%d\"} %lld\n",
@@ -122,6 +135,7 @@ static void metrics_partitions(struct mbuf *m, const struct stats_snap *s)
 	for (int i = 0; i < 5; i++)
 		mb_printf(m, "kafka_coordinator_group_groupmetadatamanager_numgroups{state=\"%s\"} %d\n", states[i],
 			  s->groups_by_state[i]);
+	metrics_lags(m, s);
 	mb_head(m, "kafka_server_socketservermetrics_connections", "gauge", "Kafka client connections open.");
 	mb_printf(m, "kafka_server_socketservermetrics_connections %d\n", s->connections);
 }

@@ -12,6 +12,8 @@
      request count, and a request-latency histogram with samples for
      Produce; the partition's kafka_log_log_size is non-zero and the
      flush histogram has rounds (acks=all syncs).
+  4. 50 more records are produced after the consumer committed and left:
+     the group's kafka_consumergroup_lag for the partition reaches 50.
 On code without the listener the broker refuses the unknown setting and
 step 1 fails.
 """
@@ -27,6 +29,7 @@ from promhttp import Prometheus, http_get  # noqa: E402
 
 TOPIC = "metrics-7001"
 N = 200
+EXTRA = 50
 
 
 def promtool_accepts(port):
@@ -90,6 +93,13 @@ def test():
             check(q > 0, "Produce p99 from the histogram > 0 (got %r)" % q)
             check(one(prom, "kafka_log_logflushstats_logflushrateandtimems_count") > 0, "sync rounds counted")
             check(one(prom, "kafka_server_replicamanager_partitioncount") >= 1, "partition count")
+            check(one(prom, "kafka_server_replicamanager_leadercount") >= 1, "leader count")
+            more = Producer({"bootstrap.servers": b.bootstrap, "acks": "all"})
+            for i in range(EXTRA):
+                more.produce(TOPIC, value=b"later-%d" % i)
+            eq(more.flush(30), 0, "later records left unflushed")
+            lag = 'kafka_consumergroup_lag{consumergroup="g7001",topic="%s",partition="0"}' % TOPIC
+            wait_until(lambda: one(prom, lag) == EXTRA, 15, "the group's lag at %d in prometheus" % EXTRA)
             check(one(prom, "process_open_fds") > 0 and one(prom, "process_resident_memory_bytes") > 0,
                   "process metrics")
         promtool_accepts(mport)
