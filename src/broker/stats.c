@@ -281,6 +281,7 @@ static bool stats_snap_groups(struct broker *b, struct stats_snap *s)
 static struct stats_snap *stats_snap_build(struct broker *b)
 {
 	struct stats_snap *s = calloc(1, sizeof(*s));
+	int64_t t0 = clock_mono_us();
 	if (!s)
 		return NULL;
 	s->refs = 1;
@@ -291,6 +292,7 @@ static struct stats_snap *stats_snap_build(struct broker *b)
 		stats_snap_free(s);
 		return NULL;
 	}
+	s->build_us = clock_mono_us() - t0;
 	return s;
 }
 

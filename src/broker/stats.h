@@ -99,6 +99,7 @@ struct stats_lag {
 };
 struct stats_snap {
 	int64_t taken_ms; /* clock_wall_ms() */
+	int64_t build_us; /* the loop's time taking it */
 	int32_t ntopics, nparts;
 	struct stats_topic *topics;
 	struct stats_part *parts;

@@ -136,6 +136,9 @@ static void metrics_partitions(struct mbuf *m, const struct stats_snap *s)
 		mb_printf(m, "kafka_coordinator_group_groupmetadatamanager_numgroups{state=\"%s\"} %d\n", states[i],
 			  s->groups_by_state[i]);
 	metrics_lags(m, s);
+	mb_head(m, "gregor_metrics_snapshot_seconds", "gauge",
+		"Event-loop time spent copying the state this scrape shows (topics, partitions, groups).");
+	mb_printf(m, "gregor_metrics_snapshot_seconds %.6f\n", (double)s->build_us / 1e6);
 	mb_head(m, "kafka_server_socketservermetrics_connections", "gauge", "Kafka client connections open.");
 	mb_printf(m, "kafka_server_socketservermetrics_connections %d\n", s->connections);
 }
