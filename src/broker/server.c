@@ -30,6 +30,7 @@
 #include "broker/cleaner.h"
 #include "broker/creator.h"
 #include "broker/stats.h"
+#include "broker/stats_snap.h"
 #include "broker/syncer.h"
 #include "cluster/cluster.h"
 #include "log/partition.h"

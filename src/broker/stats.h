@@ -11,7 +11,7 @@
  *    on; a scrape may see a histogram's _count one request ahead of its
  *    buckets, which Prometheus tolerates.
  *
- *  - Everything that lives in loop-owned structures (topics, partitions,
+ *  - Everything that lives in loop-owned structures (stats_snap.h) (topics, partitions,
  *    log sizes, groups, connections, per-topic byte counters keyed by
  *    name) is copied by the loop into a snapshot *on request*: the HTTP
  *    thread raises a flag and wakes the loop (loop_wake), the loop builds
@@ -31,15 +31,10 @@
 #include "proto_msgs.h"
 #include "util/buf.h"
 
-struct broker;
-struct loop;
-
-#define STATS_VERSIONS 17     /* request versions counted one by one (0..16); higher ones count as 16 */
-#define STATS_LAT_BUCKETS 14  /* request total time buckets, ms (stats_lat_bounds_ms) */
-#define STATS_SYNC_BUCKETS 12 /* sync round time buckets, ms (stats_sync_bounds_ms) */
-#define STATS_SNAP_WAIT_MS 1000
+#define STATS_VERSIONS 17      /* request versions counted one by one (0..16); higher ones count as 16 */
+#define STATS_LAT_BUCKETS 14   /* request total time buckets, ms (stats_lat_bounds_ms) */
+#define STATS_SYNC_BUCKETS 12  /* sync round time buckets, ms (stats_sync_bounds_ms) */
 #define STATS_TOPICS_MAX 20000 /* per-topic series beyond this are folded into the totals only */
-#define STATS_LAGS_MAX 10000   /* consumer lag series (group, topic, partition) per scrape */
 
 extern const double stats_lat_bounds_ms[STATS_LAT_BUCKETS];
 extern const double stats_sync_bounds_ms[STATS_SYNC_BUCKETS];
@@ -80,52 +75,10 @@ void stats_sync_round(int64_t us, uint64_t parts);
 void stats_set_ready(bool ready);
 bool stats_ready(void);
 
-/* A copy of loop-owned state, immutable once published. */
-struct stats_part {
-	int32_t topic; /* index into stats_snap.topics */
-	int32_t partition;
-	int64_t size_bytes;
-	int64_t log_start_offset, log_end_offset;
-};
-struct stats_topic {
-	char *name;
-	uint64_t bytes_in, bytes_out, messages_in;
-};
-struct stats_lag {
-	char *group; /* sanitised for a label value: printable ASCII, no quote or backslash */
-	char *topic;
-	int32_t partition;
-	int64_t lag; /* high watermark - committed offset, at least 0 */
-};
-struct stats_snap {
-	int64_t taken_ms; /* clock_wall_ms() */
-	int64_t build_us; /* the loop's time taking it */
-	int32_t ntopics, nparts;
-	struct stats_topic *topics;
-	struct stats_part *parts;
-	int32_t leaders;             /* partitions this broker leads */
-	int32_t nlags, lags_dropped; /* lags past STATS_LAGS_MAX are counted, not listed */
-	struct stats_lag *lags;
-	int32_t groups_by_state[5]; /* enum group_state */
-	int32_t connections;
-	int refs; /* under the publication lock */
-};
-
-/* The loop this broker runs on and the state snapshots are taken from (server_start). */
-void stats_attach(struct broker *b);
-/* Loop thread, from the broker's wake-up callback: builds a snapshot if one was asked for. */
-void stats_on_wake(struct broker *b);
-/* Loop thread, at shutdown: no more snapshots (waiters get the last one at once). */
-void stats_detach(void);
-/*
- * Any thread but the loop's: asks the loop for a fresh snapshot and waits
- * at most STATS_SNAP_WAIT_MS; returns it, or the newest older one, or NULL
- * if none was ever taken.  Release with stats_snap_put.
- */
-struct stats_snap *stats_snap_get(void);
-void stats_snap_put(struct stats_snap *s);
-
-/* Connections open now (server.c keeps it). */
+/* Connections open now (server.c keeps it), and read back. */
 void stats_set_connections(int32_t n);
+int32_t stats_connections(void);
+/* Loop thread: topic's counters so far; false if it has none. */
+bool stats_topic_counts(const char *topic, uint64_t *bytes_in, uint64_t *bytes_out, uint64_t *messages_in);
 
 #endif

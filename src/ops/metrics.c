@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "broker/stats.h"
+#include "broker/stats_snap.h"
 
 struct mbuf {
 	char *p;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "broker/stats.h"
+#include "broker/stats_snap.h"
 #include "ops/metrics.h"
 
 static char *render(void)

@@ -1,0 +1,62 @@
+/*
+ * stats_snap.h - copies of loop-owned state (topics, partitions, log
+ * sizes, groups and their lag, connections) for the HTTP thread; stats.h
+ * says why on request rather than periodically.
+ */
+#ifndef GREGOR_BROKER_STATS_SNAP_H
+#define GREGOR_BROKER_STATS_SNAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct broker;
+
+#define STATS_SNAP_WAIT_MS 1000
+#define STATS_LAGS_MAX 10000 /* consumer lag series (group, topic, partition) per scrape */
+
+/* A copy of loop-owned state, immutable once published. */
+struct stats_part {
+	int32_t topic; /* index into stats_snap.topics */
+	int32_t partition;
+	int64_t size_bytes;
+	int64_t log_start_offset, log_end_offset;
+};
+struct stats_topic {
+	char *name;
+	uint64_t bytes_in, bytes_out, messages_in;
+};
+struct stats_lag {
+	char *group; /* sanitised for a label value: printable ASCII, no quote or backslash */
+	char *topic;
+	int32_t partition;
+	int64_t lag; /* high watermark - committed offset, at least 0 */
+};
+struct stats_snap {
+	int64_t taken_ms; /* clock_wall_ms() */
+	int64_t build_us; /* the loop's time taking it */
+	int32_t ntopics, nparts;
+	struct stats_topic *topics;
+	struct stats_part *parts;
+	int32_t leaders;             /* partitions this broker leads */
+	int32_t nlags, lags_dropped; /* lags past STATS_LAGS_MAX are counted, not listed */
+	struct stats_lag *lags;
+	int32_t groups_by_state[5]; /* enum group_state */
+	int32_t connections;
+	int refs; /* under the publication lock */
+};
+
+/* The loop this broker runs on and the state snapshots are taken from (server_start). */
+void stats_attach(struct broker *b);
+/* Loop thread, from the broker's wake-up callback: builds a snapshot if one was asked for. */
+void stats_on_wake(struct broker *b);
+/* Loop thread, at shutdown: no more snapshots (waiters get the last one at once). */
+void stats_detach(void);
+/*
+ * Any thread but the loop's: asks the loop for a fresh snapshot and waits
+ * at most STATS_SNAP_WAIT_MS; returns it, or the newest older one, or NULL
+ * if none was ever taken.  Release with stats_snap_put.
+ */
+struct stats_snap *stats_snap_get(void);
+void stats_snap_put(struct stats_snap *s);
+
+#endif
