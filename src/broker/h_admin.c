@@ -782,7 +782,8 @@ int h_delete_records(struct req *rq, const void *vin, void *vout)
 			DeleteRecordsResponsePartition_init(po);
 			po->PartitionIndex = ti->Partitions.v[j].PartitionIndex;
 			po->LowWatermark = -1;
-			po->ErrorCode = records_one(t, &ti->Partitions.v[j], &po->LowWatermark);
+			po->ErrorCode = t ? records_one(t, &ti->Partitions.v[j], &po->LowWatermark)
+					  : registry_missing_error(rq->b->reg, ti->Name, po->PartitionIndex);
 		}
 	}
 	return H_REPLY;

@@ -15,8 +15,8 @@ ZooKeeper and three brokers in the chroot /gregor/c40.
      to the topic reads all 360 records and commits; a second consumer of the
      same group, bootstrapped on broker 1, resumes from the commits and finds
      nothing more
-  4. a Produce (raw, v3) sent to a broker that does not lead the partition:
-     NOT_LEADER_OR_FOLLOWER, and nothing written there
+  4. a Produce (raw, v3) and a Fetch (raw, v4) sent to a broker that does
+     not lead the partition: NOT_LEADER_OR_FOLLOWER, and nothing written
   5. a LeaderAndIsr (raw, v5) with controller epoch 0, older than the one
      the broker has seen: STALE_CONTROLLER_EPOCH; UpdateMetadata likewise
 """
@@ -143,6 +143,13 @@ def not_leader(brokers, a):
     body = kwire.produce_v3_body(TOPIC, part, kwire.record_batch([(None, b"wrong broker")]))
     r = kwire.call(other.port, 0, 3, body)
     eq(kwire.parse_produce_v3(r.d[r.p:])[(TOPIC, part)][0], 6, "Produce to a broker not leading %s-%d" % (TOPIC, part))
+    body = (kwire.i32(-1) + kwire.i32(0) + kwire.i32(0) + kwire.i32(1 << 20) + kwire.i8(0) + kwire.array(
+        [TOPIC], lambda t: kwire.string(t) + kwire.array([part], lambda p: kwire.i32(p) + kwire.i64(0) +
+                                                         kwire.i32(1 << 20))))
+    r = kwire.call(other.port, 1, 4, body)
+    r.i32()
+    eq((r.i32(), r.string(), r.i32(), r.i32(), r.i16()), (1, TOPIC, 1, part, 6),
+       "Fetch from a broker not leading %s-%d" % (TOPIC, part))
     owner = brokers[a[part] - 1]
     r = kwire.call(owner.port, 2, 1, kwire.i32(-1) + kwire.array([TOPIC], lambda t: kwire.string(t) + kwire.array(
         [part], lambda p: kwire.i32(p) + kwire.i64(-1))))
