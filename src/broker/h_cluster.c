@@ -8,20 +8,23 @@
  * controller that has not noticed yet).
  *
  *   LeaderAndIsr    makes the topic here if this broker holds none of it
- *                   (partitions 0 .. the highest given, ids from the
- *                   request), or adds partitions up to the highest given;
+ *                   (partitions 0 .. the highest given, the request's
+ *                   topic id, the overrides in /config/topics/<t>), or
+ *                   adds partitions up to the highest given;
  *                   which of them this broker serves is the metadata
  *                   cache's leader (registry_set_mcache()).
  *   UpdateMetadata  replaces the metadata cache (cluster/mcache.h).
  *   StopReplica     with delete: deletes the topic here.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "broker/broker.h"
 #include "broker/creator.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
+#include "cluster/cluster.h"
 #include "cluster/mcache.h"
 #include "proto/kerr.h"
 #include "util/log.h"
@@ -41,12 +44,54 @@ static bool cluster_epoch_ok(struct req *rq, int32_t controller_id, int32_t epoc
 	return true;
 }
 
-/* Makes or extends topic ts here so that it has every partition ts names.  0 or -errno. */
+/* A topic to make once its config overrides are read. */
+struct cluster_pending {
+	struct broker *b;
+	int32_t nparts;
+	struct kuuid id;
+	char name[];
+};
+
+/* cluster_config_fn: makes the topic with the overrides read (none: the broker's defaults). */
+static void cluster_on_config(void *arg, int err, const struct znode_config *cfg)
+{
+	struct cluster_pending *pd = arg;
+	struct reg_build *build;
+	struct topic_cfg tc;
+	char msg[256];
+
+	if (err == -ENOTCONN || registry_find(pd->b->reg, kstr_c(pd->name))) {
+		free(pd); /* shutting down or session lost (the next LeaderAndIsr asks again), or made meanwhile */
+		return;
+	}
+	if (err && err != -ENOENT)
+		log_warn("topic '%s': its config overrides could not be read (%s); made with the broker's defaults",
+			 pd->name, strerror(-err));
+	err = topic_cfg_init(&tc, &pd->b->cfg);
+	for (int i = 0; !err && cfg && i < cfg->n; i++)
+		if (topic_cfg_set(&tc, cfg->names[i], cfg->values[i], msg, sizeof(msg)) < 0)
+			log_warn("topic '%s': override %s=%s ignored: %s", pd->name, cfg->names[i], cfg->values[i],
+				 msg);
+	if (!err)
+		err = creator_create(pd->b->creator, kstr_c(pd->name), pd->nparts, &tc, &build);
+	topic_cfg_release(&tc);
+	if (!err)
+		build->t->id = pd->id; /* the worker writes partition.metadata in the next round */
+	else if (err != -EEXIST)
+		log_error("LeaderAndIsr: cannot make topic '%s': %s", pd->name, strerror(-err));
+	free(pd);
+}
+
+/*
+ * Makes or extends topic ts here so that it has every partition ts names;
+ * a new topic once /config/topics/<t> is read, as a Kafka broker makes a
+ * log with the topic's overrides.  0 or -errno.
+ */
 static int cluster_make(struct broker *b, const struct LeaderAndIsrTopicState *ts)
 {
 	struct topic *t = registry_find(b->reg, ts->TopicName);
+	struct cluster_pending *pd;
 	struct reg_build *build;
-	struct topic_cfg tc;
 	int32_t want = 0;
 	int err;
 
@@ -59,12 +104,14 @@ static int cluster_make(struct broker *b, const struct LeaderAndIsrTopicState *t
 		return creator_grow(b->creator, t, want, &build);
 	if (!topic_name_valid(ts->TopicName) || topic_name_internal(ts->TopicName))
 		return -EINVAL;
-	err = topic_cfg_init(&tc, &b->cfg);
-	if (!err)
-		err = creator_create(b->creator, ts->TopicName, want, &tc, &build);
-	topic_cfg_release(&tc);
-	if (!err)
-		build->t->id = ts->TopicId; /* the worker writes partition.metadata in the next round */
+	pd = calloc(1, sizeof(*pd) + (size_t)ts->TopicName.len + 1);
+	if (!pd)
+		return -ENOMEM;
+	*pd = (struct cluster_pending){ .b = b, .nparts = want, .id = ts->TopicId };
+	memcpy(pd->name, ts->TopicName.p, (size_t)ts->TopicName.len);
+	err = cluster_topic_config(b->cluster, pd->name, cluster_on_config, pd);
+	if (err)
+		free(pd);
 	return err;
 }
 

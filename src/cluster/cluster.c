@@ -710,6 +710,11 @@ int cluster_topic_create(struct cluster *cl, const char *name, const char *assig
 	return cluster_ready(cl) ? topics_create(cl->zk, name, assignment, config, done, arg) : -ENOTCONN;
 }
 
+int cluster_topic_config(struct cluster *cl, const char *name, cluster_config_fn *done, void *arg)
+{
+	return cluster_ready(cl) ? topics_read_config(cl->zk, name, done, arg) : -ENOTCONN;
+}
+
 void cluster_topic_delete(struct cluster *cl, const char *name)
 {
 	topics_mark_deleted(cl->zk, name);

@@ -112,7 +112,7 @@ static void mcache_broker_fill(struct cluster_broker *cb, const struct UpdateMet
 		const struct UpdateMetadataEndpoint *e = &in->Endpoints.v[0];
 		size_t len = e->Host.len > 0 ? (size_t)e->Host.len : 0;
 
-		if (len < sizeof(cb->host))
+		if (len > 0 && len < sizeof(cb->host))
 			memcpy(cb->host, e->Host.p, len);
 		cb->port = e->Port;
 	}

@@ -36,7 +36,8 @@ static struct int32_array notify_ids(struct arena *a, const int32_t *ids, int32_
 {
 	struct int32_array r = { notify_alloc(a, (size_t)n, sizeof(int32_t)), n };
 
-	memcpy(r.v, ids, sizeof(int32_t) * (size_t)n);
+	if (n > 0)
+		memcpy(r.v, ids, sizeof(int32_t) * (size_t)n);
 	return r;
 }
 
@@ -188,7 +189,8 @@ void notify_pass(const struct notify_ctx *nc, const struct leaders_state *parts,
 		log_error("controller: out of memory telling the brokers");
 		return;
 	}
-	memcpy(sorted, parts, sizeof(*sorted) * (size_t)n);
+	if (n > 0)
+		memcpy(sorted, parts, sizeof(*sorted) * (size_t)n);
 	qsort(sorted, (size_t)n, sizeof(*sorted), notify_cmp);
 	arena_init(&a, 0);
 	for (int i = 0; i < nc->nbrokers; i++)

@@ -3,11 +3,13 @@
 
 ZooKeeper and three brokers in the chroot /gregor/c40.
 
-  1. a topic of 12 partitions (RF 1) created with confluent_kafka's admin
-     client through broker 3: every broker's Metadata lists it with leaders
+  1. a topic of 12 partitions (RF 1, retention.ms set) created with
+     confluent_kafka's admin client through broker 3: every broker's
+     Metadata lists it with leaders
      on all three brokers, the same leaders as the state znodes, leader
      epoch 0, replicas = ISR = [leader]; each broker made a local log for
-     the partitions it leads and for none led only elsewhere above them
+     the partitions it leads and for none led only elsewhere above them,
+     made with the topic's override from /config/topics
   2. a confluent_kafka producer bootstrapped on broker 1 writes 30 records to
      each of the 12 partitions; a consumer bootstrapped on broker 2 with
      every partition assigned reads each record exactly once, in order
@@ -28,7 +30,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 
 import kwire  # noqa: E402
 from gregor import check, eq, log, main, wait_until  # noqa: E402
@@ -62,7 +64,7 @@ def metadata(b, topic):
 
 def spread(zc, brokers):
     adm = AdminClient({"bootstrap.servers": brokers[2].bootstrap})
-    adm.create_topics([NewTopic(TOPIC, num_partitions=12, replication_factor=1)],
+    adm.create_topics([NewTopic(TOPIC, num_partitions=12, replication_factor=1, config={"retention.ms": "86400000"})],
                       request_timeout=15)[TOPIC].result(timeout=20)
     a = {int(p): r[0] for p, r in zjson(zc, "/brokers/topics/" + TOPIC)["partitions"].items()}
     eq(sorted(set(a.values())), [1, 2, 3], "assignment over all brokers: %r" % a)
@@ -77,6 +79,13 @@ def spread(zc, brokers):
                    "broker %d's logs of %r" % (i, led))
         for p in range(max(led) + 1, 12):
             check(not os.path.exists(b.partition_dir(TOPIC, p)), "broker %d made %s-%d" % (i, TOPIC, p))
+    for i, b in enumerate(brokers, 1):  # each replica made its partitions with the topic's overrides
+        with open(os.path.join(b.partition_dir(TOPIC, 0), "topic.properties")) as f:
+            check("retention.ms=86400000" in f.read().split("\n"), "broker %d's %s config" % (i, TOPIC))
+    res = ConfigResource(ConfigResource.Type.TOPIC, TOPIC)
+    adm1 = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
+    got = adm1.describe_configs([res], request_timeout=15)[res].result(timeout=20)
+    eq(got["retention.ms"].value, "86400000", "retention.ms described")
     log("%s: leaders %r" % (TOPIC, [a[p] for p in range(12)]))
     return a
 
