@@ -99,7 +99,9 @@ int32_t registry_leader(const struct registry *reg, const struct topic *t, int32
 {
 	int32_t leader = registry_cached_leader(reg, t->name, (int32_t)strlen(t->name), partition);
 
-	return leader == -2 ? reg->cfg->node_id : leader;
+	if (leader != -2)
+		return leader;
+	return reg->mcache && !t->internal ? -1 : reg->cfg->node_id; /* cluster mode: not known led here (yet) */
 }
 
 struct part *registry_part(const struct topic *t, int32_t partition)

@@ -116,8 +116,10 @@ struct topic **registry_topics(struct registry *reg, int *n);
 /*
  * Cluster mode: mc (NULL to stop) says which broker leads each partition;
  * registry_part() then finds only the partitions broker self leads, and
- * registry_part_error() answers NOT_LEADER_OR_FOLLOWER for the others.
- * Partitions mc does not know, and the internal topics, stay this broker's.
+ * registry_part_error() answers NOT_LEADER_OR_FOLLOWER for the others,
+ * including partitions mc does not know (yet: a restarted broker's logs
+ * before the controller's UpdateMetadata).  The internal topics stay this
+ * broker's.
  */
 struct mcache;
 void registry_set_mcache(struct registry *reg, const struct mcache *mc, int32_t self);
