@@ -21,6 +21,9 @@ ZooKeeper and three brokers in the chroot /gregor/c40.
      not lead the partition: NOT_LEADER_OR_FOLLOWER, and nothing written
   5. a LeaderAndIsr (raw, v5) with controller epoch 0, older than the one
      the broker has seen: STALE_CONTROLLER_EPOCH; UpdateMetadata likewise
+  6. ApiVersions lists LeaderAndIsr 5, StopReplica 3 and UpdateMetadata 5-7
+     in cluster mode; a single node lists none of them and closes the
+     connection on a LeaderAndIsr
 """
 
 import json
@@ -33,7 +36,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 
 import kwire  # noqa: E402
-from gregor import check, eq, log, main, wait_until  # noqa: E402
+from gregor import Broker, check, eq, log, main, wait_until  # noqa: E402
 from zookeeper import ZooKeeper, cluster_broker  # noqa: E402
 
 CHROOT = "/gregor/c40"
@@ -179,6 +182,27 @@ def flexible_call(port, api_key, version, body):
     return rest[1:]  # the response header's empty tagged fields
 
 
+def api_versions(port):
+    r = kwire.call(port, 18, 0, kwire.api_versions_v0_body())
+    return kwire.parse_api_versions_v0(r.d[r.p:])[1]
+
+
+def advertised(brokers):
+    """The controller's requests: advertised in cluster mode only, at the versions served."""
+    want = {4: (5, 5), 5: (3, 3), 6: (5, 7)}
+    for b in brokers:
+        eq({k: v for k, v in api_versions(b.port).items() if k in want}, want, "ApiVersions of " + b.bootstrap)
+    with Broker() as single:
+        eq(sorted(k for k in api_versions(single.port) if k in want), [], "ApiVersions of a single node")
+        body = kwire.i32(2) + kwire.i32(9) + kwire.i64(-1) + kwire.i8(0) + b"\x01" + b"\x01" + b"\0"
+        closed = False
+        try:
+            flexible_call(single.port, 4, 5, body)
+        except (ConnectionError, OSError):
+            closed = True
+        check(closed, "a single node answered LeaderAndIsr")
+
+
 def stale(brokers):
     lai = kwire.i32(2) + kwire.i32(0) + kwire.i64(-1) + kwire.i8(0) + b"\x01" + b"\x01" + b"\0"
     for b in brokers:
@@ -201,6 +225,7 @@ def test():
             not_leader(brokers, a)
             group(brokers)
             stale(brokers)
+            advertised(brokers)
             for b in brokers:
                 eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
         except BaseException:
