@@ -24,6 +24,10 @@ ZooKeeper and three brokers in the chroot /gregor/c40.
   6. ApiVersions lists LeaderAndIsr 5, StopReplica 3 and UpdateMetadata 5-7
      in cluster mode; a single node lists none of them and closes the
      connection on a LeaderAndIsr
+  7. CreatePartitions to 15 (confluent_kafka through broker 2): every broker
+     lists 15 partitions, the new ones' replicas made their logs and serve
+     them; DeleteTopics: the controller's StopReplica deletes every broker's
+     logs of the topic, its znodes go and no broker lists it any more
 """
 
 import json
@@ -33,7 +37,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic  # noqa: E402
 
 import kwire  # noqa: E402
 from gregor import Broker, check, eq, log, main, wait_until  # noqa: E402
@@ -203,6 +207,33 @@ def advertised(brokers):
         check(closed, "a single node answered LeaderAndIsr")
 
 
+def grow_and_delete(zc, brokers):
+    """CreatePartitions to 15: the replicas add them and serve them; DeleteTopics: StopReplica empties every broker."""
+    adm = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
+    adm.create_partitions([NewPartitions(TOPIC, 15)], request_timeout=15)[TOPIC].result(timeout=20)
+    a = {int(p): r[0] for p, r in zjson(zc, "/brokers/topics/" + TOPIC)["partitions"].items()}
+    for b in brokers:
+        wait_until(lambda: sorted(metadata(b, TOPIC)) == list(range(15)), 15, "15 partitions in " + b.bootstrap)
+    p = Producer({"bootstrap.servers": brokers[0].bootstrap})
+    for part in (12, 13, 14):
+        p.produce(TOPIC, value=b"new-%d" % part, partition=part)
+    eq(p.flush(20), 0, "records to the new partitions unsent")
+    c = Consumer({"bootstrap.servers": brokers[2].bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    c.assign([TopicPartition(TOPIC, part, 0) for part in (12, 13, 14)])
+    eq({k: v for k, v in read(c, 3).items()}, {part: [b"new-%d" % part] for part in (12, 13, 14)}, "new partitions")
+    c.close()
+    for part in (12, 13, 14):
+        check(os.path.isdir(brokers[a[part] - 1].partition_dir(TOPIC, part)), "log of %s-%d" % (TOPIC, part))
+    adm.delete_topics([TOPIC], request_timeout=15)[TOPIC].result(timeout=20)
+    for i, b in enumerate(brokers, 1):
+        wait_until(lambda: not any(os.path.exists(b.partition_dir(TOPIC, part)) for part in range(15)), 15,
+                   "broker %d's logs of %s deleted" % (i, TOPIC))
+    wait_until(lambda: not zc.exists(CHROOT + "/brokers/topics/" + TOPIC), 10, "znodes of %s deleted" % TOPIC)
+    for b in brokers:
+        wait_until(lambda: kwire.metadata_topic_error(b.port, TOPIC) == 3, 10, "%s gone from %s" % (TOPIC, b.bootstrap))
+    log("%s grown to 15 partitions and served; deleted from every broker" % TOPIC)
+
+
 def stale(brokers):
     lai = kwire.i32(2) + kwire.i32(0) + kwire.i64(-1) + kwire.i8(0) + b"\x01" + b"\x01" + b"\0"
     for b in brokers:
@@ -226,6 +257,7 @@ def test():
             group(brokers)
             stale(brokers)
             advertised(brokers)
+            grow_and_delete(zc, brokers)
             for b in brokers:
                 eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
         except BaseException:

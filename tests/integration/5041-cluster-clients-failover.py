@@ -9,10 +9,11 @@ ZooKeeper and three brokers in the chroot /gregor/c41, 3 s sessions.
      record exactly once, in order
   2. kafkajs bootstrapped on broker 3 does the same (its consumer is a group
      member: FindCoordinator through broker 3 names the group's coordinator)
-  3. kill -9 of broker 1: within its session timeout the Metadata of brokers
-     2 and 3 shows its partitions with leader -1 and LEADER_NOT_AVAILABLE,
-     the others led as before; restarted, it leads them again (leader epoch 2)
-     and a consumer (kafka-python through broker 3) reads every record of
+  3. kill -9 of the controller: within its session timeout the Metadata of
+     the other brokers (told by the new controller) shows its partitions with
+     leader -1 and LEADER_NOT_AVAILABLE, the others led as before; restarted,
+     it leads them again (leader epoch 2) in every broker's Metadata and a
+     consumer (kafka-python through another broker) reads every record of
      all 12 partitions, each once
 """
 
@@ -151,23 +152,25 @@ def test():
             kafkajs(brokers[2])
             log("kafkajs through broker 3: %d records" % (12 * PER_PART))
 
-            victim = brokers[0]
+            vid = json.loads(zc.get(CHROOT + "/controller")[0])["brokerid"]  # the controller: a failover too
+            victim = brokers[vid - 1]
+            others = [b for b in brokers if b is not victim]
             victim.proc.send_signal(signal.SIGKILL)
             victim.proc.wait(timeout=10)
             victim.proc = None
-            down = {p: ((5, -1, 1) if a[p] == 1 else (0, a[p], 0)) for p in range(12)}
-            for b in brokers[1:]:
-                wait_until(lambda: metadata(b) == down, 15, "broker 1's partitions offline in %s" % b.bootstrap)
-            log("broker 1 killed: its partitions leaderless in the others' Metadata")
+            down = {p: ((5, -1, 1) if a[p] == vid else (0, a[p], 0)) for p in range(12)}
+            for b in others:
+                wait_until(lambda: metadata(b) == down, 15, "broker %d's partitions offline in %s" % (vid, b.bootstrap))
+            log("controller %d killed: its partitions leaderless in the others' Metadata" % vid)
             victim.start()
-            up = {p: ((0, 1, 2) if a[p] == 1 else (0, a[p], 0)) for p in range(12)}
+            up = {p: ((0, vid, 2) if a[p] == vid else (0, a[p], 0)) for p in range(12)}
             for b in brokers:
-                wait_until(lambda: metadata(b) == up, 20, "broker 1 leads again in %s" % b.bootstrap)
-            got = py_read(brokers[2], 12 * PER_PART * 2)
+                wait_until(lambda: metadata(b) == up, 20, "broker %d leads again in %s" % (vid, b.bootstrap))
+            got = py_read(others[-1], 12 * PER_PART * 2)
             for p in range(12):
                 eq(sorted(got[p]), sorted(want([b"py"])[p] + [b"js-%d-%d" % (p, i) for i in range(PER_PART)]),
                    "records of partition %d after the restart" % p)
-            log("broker 1 back: every record of the 12 partitions read once")
+            log("broker %d back: every record of the 12 partitions read once" % vid)
             for b in brokers:
                 eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
         except BaseException:
