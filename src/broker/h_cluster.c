@@ -60,11 +60,14 @@ static void cluster_on_config(void *arg, int err, const struct znode_config *cfg
 	struct topic_cfg tc;
 	char msg[256];
 
-	if (err == -ENOTCONN || registry_find(pd->b->reg, kstr_c(pd->name))) {
-		free(pd); /* shutting down or session lost (the next LeaderAndIsr asks again), or made meanwhile */
+	if (err == -ENOTCONN || err == -ENOENT || registry_find(pd->b->reg, kstr_c(pd->name))) {
+		if (err == -ENOENT) /* every topic written as Kafka writes it has one */
+			log_info("LeaderAndIsr: topic '%s' has no %s/%s (deleted meanwhile?); not made", pd->name,
+				 ZNODE_TOPIC_CONFIGS, pd->name);
+		free(pd); /* or shutting down, session lost (the next LeaderAndIsr asks again), made meanwhile */
 		return;
 	}
-	if (err && err != -ENOENT)
+	if (err)
 		log_warn("topic '%s': its config overrides could not be read (%s); made with the broker's defaults",
 			 pd->name, strerror(-err));
 	err = topic_cfg_init(&tc, &pd->b->cfg);
