@@ -498,8 +498,8 @@ static int16_t delete_one(struct req *rq, struct kstr name)
 	if (!rq->b->cfg.delete_topic_enable) /* the error code exists from v3 on */
 		return rq->hdr.api_version < 3 ? KERR_INVALID_REQUEST : KERR_TOPIC_DELETION_DISABLED;
 	if (rq->b->cluster && !registry_find(rq->b->reg, name) && mcache_topic(rq->b->mcache, name.p, name.len)) {
-		cluster_topic_delete(rq->b->cluster,
-				     req_cstr(rq, name)); /* no partition here: its replicas drop them */
+		/* no partition of it here: the controller's StopReplica reaches its replicas */
+		cluster_topic_delete(rq->b->cluster, req_cstr(rq, name));
 		return KERR_NONE;
 	}
 	t = admin_topic(rq, name, &err, &msg);
