@@ -30,6 +30,10 @@ const struct api_entry api_table[API_COUNT] = {
 	[API_ApiVersions] = { h_api_versions, 0, 3 },
 	[API_CreateTopics] = { h_create_topics, 0, 4 },
 	[API_DeleteTopics] = { h_delete_topics, 0, 3 },
+	/* the controller's requests: cluster mode only (api_served), the versions Kafka 2.8+ controllers send */
+	[API_LeaderAndIsr] = { h_leader_and_isr, 5, 5 },
+	[API_UpdateMetadata] = { h_update_metadata, 5, 7 },
+	[API_StopReplica] = { h_stop_replica, 3, 3 },
 	[API_DeleteRecords] = { h_delete_records, 0, 1 },
 	[API_DescribeConfigs] = { h_describe_configs, 0, 2 },
 	[API_AlterConfigs] = { h_alter_configs, 0, 1 },
@@ -174,10 +178,17 @@ static void req_reply_apiversions_unsupported(struct req *rq)
 	req_free(rq);
 }
 
-static bool req_api_ok(const struct req_header *h)
+bool api_served(const struct broker *b, int16_t api_key)
 {
-	return h->api_key >= 0 && h->api_key < API_COUNT && api_table[h->api_key].handler &&
-	       h->api_version >= api_table[h->api_key].min && h->api_version <= api_table[h->api_key].max;
+	bool inter_broker = api_key == API_LeaderAndIsr || api_key == API_UpdateMetadata || api_key == API_StopReplica;
+
+	return api_key >= 0 && api_key < API_COUNT && api_table[api_key].handler && (!inter_broker || b->cluster);
+}
+
+static bool req_api_ok(const struct broker *b, const struct req_header *h)
+{
+	return api_served(b, h->api_key) && h->api_version >= api_table[h->api_key].min &&
+	       h->api_version <= api_table[h->api_key].max;
 }
 
 static void req_reject(struct req *rq, const char *why)
@@ -248,7 +259,7 @@ void api_on_request(struct conn *c, struct conn_slot *slot, uint8_t *frame, int3
 		req_reject(rq, "malformed request header");
 		return;
 	}
-	if (!req_api_ok(&rq->hdr)) {
+	if (!req_api_ok(rq->b, &rq->hdr)) {
 		if (rq->hdr.api_key == API_ApiVersions)
 			req_reply_apiversions_unsupported(rq);
 		else

@@ -21,6 +21,7 @@ struct group_coord;
 struct txn_coord;
 struct fetch_session_cache;
 struct cluster;
+struct mcache;
 
 struct broker {
 	struct broker_cfg cfg;
@@ -43,7 +44,8 @@ struct broker {
 	struct fetch_session_cache *fetch_sessions;
 	/* cluster mode (zookeeper.connect): membership, controller, live brokers; NULL on a single node */
 	struct cluster *cluster;
-	char listener_name[64];     /* name of the listener served (PLAINTEXT, ...) */
+	struct mcache *mcache;  /* cluster mode: the controller's UpdateMetadata (cluster/mcache.h); NULL otherwise */
+	char listener_name[64]; /* name of the listener served (PLAINTEXT, ...) */
 	char cluster_endpoint[512]; /* its advertised "NAME://host:port", as registered */
 	int exit_code;              /* main()'s exit status: 0, or 2 when the cluster refused this broker */
 	/* what a SIGHUP reload re-reads (main.c; borrowed from main's argv) */

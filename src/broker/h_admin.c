@@ -45,6 +45,7 @@
 #include "broker/syncer.h"
 #include "broker/topic_zk.h"
 #include "cluster/cluster.h"
+#include "cluster/mcache.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -342,35 +343,23 @@ struct admin_zk {
 	char name[];
 };
 
-/* cluster_done_fn: the znodes are written (err 0), or not; then the files are made as on a single node. */
+/* cluster_done_fn: the znodes are written (err 0), or not; the replicas make the partitions (LeaderAndIsr). */
 static void admin_zk_done(void *arg, int err)
 {
 	struct admin_zk *z = arg;
-	struct reg_build *b;
 	char msg[320];
 
-	if (!err) {
-		err = creator_create(z->b->creator, kstr_c(z->name), z->nparts, &z->tcfg, &b);
-		if (!err) {
-			b->t->id = z->id; /* the worker writes partition.metadata in the next round */
-			b->done = admin_build_done;
-			b->waiter = z->w;
-			b->slot = z->slot;
-		} else {
-			log_error("cannot create topic '%s': %s", z->name, strerror(-err));
-		}
-	}
 	snprintf(msg, sizeof(msg),
 		 err == -EEXIST     ? "Topic '%s' already exists."
 		 : err == -ENOTCONN ? "Topic '%s' not created: ZooKeeper is not reachable."
 				    : "Cannot create topic '%s'.",
 		 z->name);
-	if (err)
-		admin_end(z->w, z->slot,
-			  err == -EEXIST     ? KERR_TOPIC_ALREADY_EXISTS
-			  : err == -ENOTCONN ? KERR_REQUEST_TIMED_OUT
-					     : KERR_UNKNOWN_SERVER_ERROR,
-			  msg);
+	admin_end(z->w, z->slot,
+		  !err               ? KERR_NONE
+		  : err == -EEXIST   ? KERR_TOPIC_ALREADY_EXISTS
+		  : err == -ENOTCONN ? KERR_REQUEST_TIMED_OUT
+				     : KERR_UNKNOWN_SERVER_ERROR,
+		  err ? msg : NULL);
 	topic_cfg_release(&z->tcfg);
 	free(z);
 }
@@ -490,6 +479,16 @@ int h_create_topics(struct req *rq, const void *vin, void *vout)
 
 /* ---- DeleteTopics ---- */
 
+int admin_topic_remove(struct broker *b, struct topic *t)
+{
+	for (int32_t p = 0; p < t->nparts; p++)
+		if (t->parts[p]) {
+			syncer_forget(b->syncer, t->parts[p]);
+			cleaner_forget(b->cleaner, t->parts[p]);
+		}
+	return registry_delete(b->reg, t);
+}
+
 static int16_t delete_one(struct req *rq, struct kstr name)
 {
 	struct kstr msg;
@@ -498,6 +497,11 @@ static int16_t delete_one(struct req *rq, struct kstr name)
 
 	if (!rq->b->cfg.delete_topic_enable) /* the error code exists from v3 on */
 		return rq->hdr.api_version < 3 ? KERR_INVALID_REQUEST : KERR_TOPIC_DELETION_DISABLED;
+	if (rq->b->cluster && !registry_find(rq->b->reg, name) && mcache_topic(rq->b->mcache, name.p, name.len)) {
+		/* no partition of it here: the controller's StopReplica reaches its replicas */
+		cluster_topic_delete(rq->b->cluster, req_cstr(rq, name));
+		return KERR_NONE;
+	}
 	t = admin_topic(rq, name, &err, &msg);
 	if (!t)
 		return err;
@@ -505,12 +509,7 @@ static int16_t delete_one(struct req *rq, struct kstr name)
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	if (t->builds)
 		return KERR_LEADER_NOT_AVAILABLE; /* its files are being made (retriable) */
-	for (int32_t p = 0; p < t->nparts; p++)
-		if (t->parts[p]) {
-			syncer_forget(rq->b->syncer, t->parts[p]);
-			cleaner_forget(rq->b->cleaner, t->parts[p]);
-		}
-	if (registry_delete(rq->b->reg, t) < 0)
+	if (admin_topic_remove(rq->b, t) < 0)
 		return KERR_UNKNOWN_SERVER_ERROR;
 	if (rq->b->cluster)
 		cluster_topic_delete(rq->b->cluster, req_cstr(rq, name));
@@ -612,30 +611,14 @@ static int16_t admin_grow_code(int err, const char *name, char *msg, size_t cap)
 				  : KERR_UNKNOWN_SERVER_ERROR;
 }
 
-/* cluster_done_fn: the assignment is written (err 0): the partitions are made here as on a single node. */
+/* cluster_done_fn: the assignment is written (err 0), or not; the replicas add the partitions (LeaderAndIsr). */
 static void admin_grow_done(void *arg, int err)
 {
 	struct admin_grow *g = arg;
-	struct topic *t;
-	struct reg_build *b;
 	char msg[320];
-	int16_t code;
+	int16_t code = err ? admin_grow_code(err, g->name, msg, sizeof(msg)) : KERR_NONE;
 
-	if (!err) {
-		t = registry_find(g->b->reg, kstr_c(g->name));
-		err = t ? creator_grow(g->b->creator, t, g->total, &b) : -ENOENT;
-		if (!err) {
-			b->done = admin_build_done;
-			b->waiter = g->w;
-			b->slot = g->slot;
-			free(g);
-			return;
-		}
-		log_error("cannot add partitions to '%s': %s", g->name, strerror(-err));
-		err = -EIO;
-	}
-	code = admin_grow_code(err, g->name, msg, sizeof(msg));
-	admin_end(g->w, g->slot, code, msg);
+	admin_end(g->w, g->slot, code, err ? msg : NULL);
 	free(g);
 }
 
@@ -671,21 +654,43 @@ static int16_t admin_grow_zk(struct req *rq, const struct CreatePartitionsReques
 	return KERR_REQUEST_TIMED_OUT; /* what the entry says if the timeout comes first */
 }
 
+/* Cluster mode: the topic as the metadata cache has it (this broker may hold none or some of its partitions). */
+static int16_t partitions_zk(struct req *rq, const struct CreatePartitionsRequestTopic *in, bool validate_only,
+			     int32_t slot, struct admin_wait **w, struct kstr *msg)
+{
+	const struct mcache_topic *mt = mcache_topic(rq->b->mcache, in->Name.p, in->Name.len);
+	struct topic view;
+	int16_t err;
+
+	if (!mt) {
+		*msg = req_printf(rq, "The topic '%s' does not exist.", req_cstr(rq, in->Name));
+		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	memset(&view, 0, sizeof(view));
+	view.name = mt->name;
+	view.nparts = view.nparts_next = mt->nparts;
+	view.internal = topic_name_internal(in->Name);
+	err = partitions_check(rq, in, &view, msg);
+	if (err || validate_only)
+		return err;
+	return admin_grow_zk(rq, in, &view, slot, w, msg);
+}
+
 static int16_t partitions_one(struct req *rq, const struct CreatePartitionsRequestTopic *in, bool validate_only,
 			      int32_t slot, struct admin_wait **w, struct kstr *msg)
 {
 	int16_t err = KERR_NONE;
-	struct topic *t = admin_topic(rq, in->Name, &err, msg);
+	struct topic *t = rq->b->cluster ? NULL : admin_topic(rq, in->Name, &err, msg);
 	struct reg_build *b;
 	int rc;
 
+	if (rq->b->cluster)
+		return partitions_zk(rq, in, validate_only, slot, w, msg);
 	if (!t)
 		return err;
 	err = partitions_check(rq, in, t, msg);
 	if (err || validate_only)
 		return err;
-	if (rq->b->cluster)
-		return admin_grow_zk(rq, in, t, slot, w, msg);
 	rc = creator_grow(rq->b->creator, t, in->Count, &b);
 	if (rc < 0) {
 		log_error("cannot add partitions to '%s': %s", t->name, strerror(-rc));
@@ -777,7 +782,8 @@ int h_delete_records(struct req *rq, const void *vin, void *vout)
 			DeleteRecordsResponsePartition_init(po);
 			po->PartitionIndex = ti->Partitions.v[j].PartitionIndex;
 			po->LowWatermark = -1;
-			po->ErrorCode = records_one(t, &ti->Partitions.v[j], &po->LowWatermark);
+			po->ErrorCode = t ? records_one(t, &ti->Partitions.v[j], &po->LowWatermark)
+					  : registry_missing_error(rq->b->reg, ti->Name, po->PartitionIndex);
 		}
 	}
 	return H_REPLY;

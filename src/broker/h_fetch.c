@@ -259,8 +259,12 @@ static int64_t fetch_fill(struct req *rq, const struct FetchRequest *f, struct F
 		struct FetchResponseTopic *ot = &resp->Responses.v[i];
 		struct topic *t = registry_find(rq->b->reg, it->Topic);
 
-		for (int32_t j = 0; j < ot->Partitions.n; j++)
+		for (int32_t j = 0; j < ot->Partitions.n; j++) {
 			bytes += fetch_partition(rq, f, t, &it->Partitions.v[j], &ot->Partitions.v[j], bytes);
+			if (!t) /* cluster mode: led elsewhere? */
+				ot->Partitions.v[j].ErrorCode =
+					registry_missing_error(rq->b->reg, it->Topic, it->Partitions.v[j].Partition);
+		}
 	}
 	fetch_fix_conv(rq, resp);
 	return bytes;

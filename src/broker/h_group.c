@@ -28,6 +28,7 @@
 #include "broker/park.h"
 #include "broker/registry.h"
 #include "broker/syncer.h"
+#include "cluster/cluster.h"
 #include "coord/group.h"
 #include "coord/group_store.h"
 #include "log/partition.h"
@@ -206,17 +207,39 @@ static int16_t h_group_find_one(struct req *rq, struct kstr key, int8_t key_type
 	return KERR_NONE;
 }
 
+/*
+ * Where key's coordinator is: this broker, or in cluster mode for a group
+ * the live broker (sorted by id) its hash picks, as Kafka picks the
+ * partition of __consumer_offsets; that broker's own __consumer_offsets
+ * keeps the group (docs/cluster.md).  Transactional ids stay here.
+ */
+static int16_t h_group_find(struct req *rq, struct kstr key, int8_t key_type, int32_t *node, struct kstr *host,
+			    int32_t *port)
+{
+	const struct cluster_broker *cb = NULL;
+	int n = rq->b->cluster && key_type == 0 && key.p ? cluster_brokers(rq->b->cluster, &cb) : 0;
+	int16_t err = KERR_NONE;
+
+	if (n > 0) {
+		cb += group_store_partition_for(key, n);
+		if (cb->id == rq->b->node_id)
+			cb = NULL;
+	}
+	if (!cb)
+		err = h_group_find_one(rq, key, key_type);
+	*node = err ? -1 : cb ? cb->id : rq->b->node_id;
+	*host = err ? KSTR("") : kstr_c(cb ? cb->host : rq->b->host);
+	*port = err ? -1 : cb ? cb->port : rq->b->port;
+	return err;
+}
+
 int h_find_coordinator(struct req *rq, const void *in, void *out)
 {
 	const struct FindCoordinatorRequest *f = in;
 	struct FindCoordinatorResponse *resp = out;
-	struct broker *b = rq->b;
 
 	if (rq->hdr.api_version < 4) {
-		resp->ErrorCode = h_group_find_one(rq, f->Key, f->KeyType);
-		resp->NodeId = resp->ErrorCode ? -1 : b->node_id;
-		resp->Host = resp->ErrorCode ? KSTR("") : kstr_c(b->host);
-		resp->Port = resp->ErrorCode ? -1 : b->port;
+		resp->ErrorCode = h_group_find(rq, f->Key, f->KeyType, &resp->NodeId, &resp->Host, &resp->Port);
 		return H_REPLY;
 	}
 	resp->Coordinators.n = f->CoordinatorKeys.n > 0 ? f->CoordinatorKeys.n : 0;
@@ -226,10 +249,7 @@ int h_find_coordinator(struct req *rq, const void *in, void *out)
 
 		FindCoordinatorResponseCoordinator_init(c);
 		c->Key = f->CoordinatorKeys.v[i];
-		c->ErrorCode = h_group_find_one(rq, c->Key, f->KeyType);
-		c->NodeId = c->ErrorCode ? -1 : b->node_id;
-		c->Host = c->ErrorCode ? KSTR("") : kstr_c(b->host);
-		c->Port = c->ErrorCode ? -1 : b->port;
+		c->ErrorCode = h_group_find(rq, c->Key, f->KeyType, &c->NodeId, &c->Host, &c->Port);
 	}
 	return H_REPLY;
 }
@@ -387,14 +407,13 @@ static int h_group_commit_collect(struct req *rq, const struct OffsetCommitReque
 
 	for (int32_t i = 0; i < resp->Topics.n; i++) {
 		const struct OffsetCommitRequestTopic *it = &c->Topics.v[i];
-		struct topic *t = it->Name.p ? registry_find(rq->b->reg, it->Name) : NULL;
-		char *name = t ? arena_strndup(&rq->arena, it->Name.p, (size_t)it->Name.len) : NULL;
+		char *name = it->Name.p ? arena_strndup(&rq->arena, it->Name.p, (size_t)it->Name.len) : NULL;
 
 		for (int32_t j = 0; j < resp->Topics.v[i].Partitions.n; j++) {
 			const struct OffsetCommitRequestPartition *ip = &it->Partitions.v[j];
 			struct group_offset *o = &offs[n];
 
-			if (!t || !registry_part(t, ip->PartitionIndex)) {
+			if (!name || !registry_part_known(rq->b->reg, it->Name, ip->PartitionIndex)) {
 				resp->Topics.v[i].Partitions.v[j].ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
 			}
@@ -725,8 +744,7 @@ static int h_group_offset_delete_collect(struct req *rq, struct group *grp, cons
 	for (int32_t i = 0; i < resp->Topics.n; i++) {
 		const struct OffsetDeleteRequestTopic *it = &d->Topics.v[i];
 		struct OffsetDeleteResponseTopic *ot = &resp->Topics.v[i];
-		struct topic *t = it->Name.p ? registry_find(rq->b->reg, it->Name) : NULL;
-		bool subscribed = t && group_subscribed(grp, it->Name);
+		bool subscribed = it->Name.p && group_subscribed(grp, it->Name);
 
 		ot->Name = it->Name;
 		ot->Partitions.n = it->Partitions.n > 0 ? it->Partitions.n : 0;
@@ -735,7 +753,7 @@ static int h_group_offset_delete_collect(struct req *rq, struct group *grp, cons
 			int32_t p = it->Partitions.v[j].PartitionIndex;
 
 			ot->Partitions.v[j].PartitionIndex = p;
-			if (!t || !registry_part(t, p))
+			if (!registry_part_known(rq->b->reg, it->Name, p))
 				ot->Partitions.v[j].ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			else if (subscribed)
 				ot->Partitions.v[j].ErrorCode = KERR_GROUP_SUBSCRIBED_TO_TOPIC;

@@ -12,6 +12,7 @@
 #include "broker/registry.h"
 #include "broker/topic_zk.h"
 #include "cluster/cluster.h"
+#include "cluster/mcache.h"
 #include "proto/kerr.h"
 #include "util/log.h"
 
@@ -23,7 +24,7 @@ int h_api_versions(struct req *rq, const void *in, void *out)
 	(void)in;
 	resp->ApiKeys.v = req_alloc(rq, API_COUNT, sizeof(*resp->ApiKeys.v));
 	for (int k = 0; k < API_COUNT; k++) {
-		if (!api_table[k].handler)
+		if (!api_served(rq->b, (int16_t)k))
 			continue;
 		resp->ApiKeys.v[n].ApiKey = (int16_t)k;
 		resp->ApiKeys.v[n].MinVersion = api_table[k].min;
@@ -147,7 +148,7 @@ static void autocreate_zk_done(void *arg, int err)
 		log_info("not auto-creating topic '%s': it exists in the cluster", z->name);
 	else if (err)
 		log_error("auto-creating topic '%s': not written to zookeeper (%s)", z->name, strerror(-err));
-	if ((err || autocreate_local(z->b, kstr_c(z->name), &z->id, z->w)) && z->w)
+	if (z->w) /* the replicas make it when the controller's LeaderAndIsr comes */
 		autocreate_done(z->w, 0, err);
 	free(z);
 }
@@ -157,7 +158,7 @@ bool autocreate_wanted(struct req *rq, struct kstr name)
 	const struct broker *b = rq->b;
 
 	return b->cfg.auto_create_topics_enable && topic_name_valid(name) && !topic_name_internal(name) &&
-	       !registry_find(b->reg, name);
+	       !registry_find(b->reg, name) && !(b->mcache && mcache_topic(b->mcache, name.p, name.len));
 }
 
 void autocreate_begin(struct req *rq, struct kstr name, struct autocreate **w)
@@ -207,9 +208,80 @@ static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mre
 	if (!topic_name_valid(name))
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	if (mreq->AllowAutoTopicCreation && autocreate_wanted(rq, name))
-		return rq->b->cluster ? KERR_UNKNOWN_TOPIC_OR_PARTITION /* it may be on another broker (logged) */
-				      : KERR_KAFKA_STORAGE_ERROR;       /* its creation failed (logged) */
+		return rq->b->cluster ? KERR_LEADER_NOT_AVAILABLE /* in ZooKeeper, no leader known here yet */
+				      : KERR_KAFKA_STORAGE_ERROR; /* its creation failed (logged) */
 	return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+}
+
+static struct int32_array metadata_ids(struct req *rq, const struct mcache_ids *ids)
+{
+	struct int32_array a = { req_alloc(rq, (size_t)ids->n, sizeof(int32_t)), ids->n };
+
+	if (ids->n)
+		memcpy(a.v, ids->v, sizeof(int32_t) * (size_t)ids->n);
+	return a;
+}
+
+/* Cluster mode: one topic entry from the controller's metadata (cluster/mcache.h). */
+static void metadata_cached_topic(struct req *rq, const struct mcache_topic *t, struct MetadataResponseTopic *mt)
+{
+	mt->Name = kstr_c(t->name);
+	mt->Partitions.n = t->nparts;
+	mt->Partitions.v = req_alloc(rq, (size_t)t->nparts, sizeof(*mt->Partitions.v));
+	for (int32_t p = 0; p < t->nparts; p++) {
+		struct MetadataResponsePartition *mp = &mt->Partitions.v[p];
+		const struct mcache_part *cp = &t->parts[p];
+
+		MetadataResponsePartition_init(mp);
+		mp->PartitionIndex = p;
+		mp->LeaderId = cp->leader;
+		mp->LeaderEpoch = cp->leader_epoch;
+		mp->ReplicaNodes = metadata_ids(rq, &cp->replicas);
+		mp->IsrNodes = metadata_ids(rq, &cp->isr);
+		mp->OfflineReplicas = metadata_ids(rq, &cp->offline);
+		mp->ErrorCode = cp->leader < 0 ? KERR_LEADER_NOT_AVAILABLE : KERR_NONE;
+	}
+}
+
+/*
+ * Cluster mode: every topic of the cluster from the metadata cache, and
+ * the internal topics this broker holds (they stay per broker).
+ */
+static void metadata_cached_topics(struct req *rq, const struct MetadataRequest *mreq, struct MetadataResponse *resp)
+{
+	bool all = mreq->Topics.n < 0 || (rq->hdr.api_version == 0 && mreq->Topics.n == 0);
+	const struct mcache *mc = rq->b->mcache;
+	int nlocal;
+	struct topic **local = registry_topics(rq->b->reg, &nlocal);
+	int32_t n = all ? mc->ntopics + nlocal : mreq->Topics.n;
+
+	resp->Topics.v = req_alloc(rq, (size_t)n, sizeof(*resp->Topics.v));
+	for (int32_t i = 0; i < (all ? mc->ntopics : 0); i++) {
+		MetadataResponseTopic_init(&resp->Topics.v[resp->Topics.n]);
+		metadata_cached_topic(rq, &mc->topics[i], &resp->Topics.v[resp->Topics.n++]);
+	}
+	for (int i = 0; all && i < nlocal; i++)
+		if (local[i]->internal) {
+			MetadataResponseTopic_init(&resp->Topics.v[resp->Topics.n]);
+			metadata_topic(rq, local[i], &resp->Topics.v[resp->Topics.n++]);
+		}
+	for (int32_t i = 0; !all && i < n; i++) {
+		struct MetadataResponseTopic *mt = &resp->Topics.v[resp->Topics.n++];
+		const struct mcache_topic *ct = mcache_topic(mc, mreq->Topics.v[i].Name.p, mreq->Topics.v[i].Name.len);
+		struct topic *t = NULL;
+
+		MetadataResponseTopic_init(mt);
+		mt->Name = mreq->Topics.v[i].Name;
+		if (ct) {
+			metadata_cached_topic(rq, ct, mt);
+			continue;
+		}
+		mt->ErrorCode = metadata_lookup(rq, mreq, mt->Name, &t);
+		if (t && t->internal)
+			metadata_topic(rq, t, mt);
+		else if (t)
+			mt->ErrorCode = KERR_LEADER_NOT_AVAILABLE; /* held here, not yet in the controller's metadata */
+	}
 }
 
 static void metadata_topics(struct req *rq, const struct MetadataRequest *mreq, struct MetadataResponse *resp)
@@ -279,6 +351,9 @@ int h_metadata(struct req *rq, const void *in, void *out)
 		return H_PARKED; /* run again once they are made, off the loop: answered with them */
 
 	metadata_brokers(rq, resp);
-	metadata_topics(rq, mreq, resp);
+	if (rq->b->mcache)
+		metadata_cached_topics(rq, mreq, resp);
+	else
+		metadata_topics(rq, mreq, resp);
 	return H_REPLY;
 }

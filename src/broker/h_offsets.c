@@ -101,12 +101,16 @@ int h_list_offsets(struct req *rq, const void *in, void *out)
 		ot->Name = it->Name;
 		ot->Partitions.n = it->Partitions.n > 0 ? it->Partitions.n : 0;
 		ot->Partitions.v = req_alloc(rq, (size_t)ot->Partitions.n, sizeof(*ot->Partitions.v));
-		for (int32_t j = 0; j < ot->Partitions.n; j++)
+		for (int32_t j = 0; j < ot->Partitions.n; j++) {
 			if (rq->hdr.api_version == 0)
 				list_offsets_old_style(rq, t, &it->Partitions.v[j], &ot->Partitions.v[j]);
 			else
 				list_offsets_partition(rq, lreq->IsolationLevel, t, &it->Partitions.v[j],
 						       &ot->Partitions.v[j]);
+			if (!t) /* cluster mode: led elsewhere? */
+				ot->Partitions.v[j].ErrorCode = registry_missing_error(
+					rq->b->reg, it->Name, it->Partitions.v[j].PartitionIndex);
+		}
 	}
 	return H_REPLY;
 }

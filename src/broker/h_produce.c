@@ -333,7 +333,9 @@ static uint64_t produce_topic_data(struct req *rq, int16_t acks, const struct Pr
 		op->Index = in->PartitionData.v[i].Index;
 		op->BaseOffset = -1;
 		if (!t) {
-			op->ErrorCode = kerr;
+			op->ErrorCode = kerr == KERR_UNKNOWN_TOPIC_OR_PARTITION
+						? registry_missing_error(rq->b->reg, in->Name, op->Index)
+						: kerr;
 			continue;
 		}
 		tk = produce_partition(rq, acks, t, &in->PartitionData.v[i], op);

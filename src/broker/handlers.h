@@ -17,6 +17,12 @@ int h_fetch(struct req *rq, const void *in, void *out);
 int h_list_offsets(struct req *rq, const void *in, void *out);
 int h_create_topics(struct req *rq, const void *in, void *out);
 int h_delete_topics(struct req *rq, const void *in, void *out);
+/* Deletes topic t here (its partitions leave the syncer and the cleaner first); registry_delete()'s result. */
+struct topic;
+int admin_topic_remove(struct broker *b, struct topic *t);
+int h_leader_and_isr(struct req *rq, const void *in, void *out);
+int h_update_metadata(struct req *rq, const void *in, void *out);
+int h_stop_replica(struct req *rq, const void *in, void *out);
 int h_create_partitions(struct req *rq, const void *in, void *out);
 int h_delete_records(struct req *rq, const void *in, void *out);
 int h_describe_configs(struct req *rq, const void *in, void *out);

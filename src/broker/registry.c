@@ -17,6 +17,7 @@
 
 #include "broker/ckpt.h"
 #include "broker/park.h"
+#include "cluster/mcache.h"
 #include "log/compact.h"
 #include "log/epochs.h"
 #include "log/partition.h"
@@ -38,10 +39,12 @@ struct registry {
 	char cluster_id[64];
 	struct topic **topics; /* sorted by name */
 	int ntopics, cap;
-	int dir_err;               /* -errno of the sync that failed, 0 while the dir is online (atomic) */
-	struct dirdel *dirdel;     /* removes renamed-away partition directories */
-	struct ckpt_writer *ckptw; /* writes the checkpoints off the event loop */
-	int dir_fd;                /* the log dir, open for its life: syncfs sees every writeback error since */
+	int dir_err;                 /* -errno of the sync that failed, 0 while the dir is online (atomic) */
+	struct dirdel *dirdel;       /* removes renamed-away partition directories */
+	struct ckpt_writer *ckptw;   /* writes the checkpoints off the event loop */
+	int dir_fd;                  /* the log dir, open for its life: syncfs sees every writeback error since */
+	const struct mcache *mcache; /* cluster mode: who leads what (registry_set_mcache) */
+	int32_t self;                /* this broker's id, for mcache */
 };
 
 bool topic_name_valid(struct kstr name)
@@ -75,22 +78,62 @@ const char *registry_cluster_id(const struct registry *reg)
 	return reg->cluster_id;
 }
 
+void registry_set_mcache(struct registry *reg, const struct mcache *mc, int32_t self)
+{
+	reg->mcache = mc;
+	reg->self = self;
+}
+
+/* Cluster mode: the leader the controller named, or -2 if the cache does not know the partition. */
+static int32_t registry_cached_leader(const struct registry *reg, const char *name, int32_t len, int32_t partition)
+{
+	const struct mcache_part *mp;
+
+	if (!reg->mcache || (len > 0 && topic_name_internal((struct kstr){ name, len })))
+		return -2; /* __consumer_offsets and __transaction_state stay per broker */
+	mp = mcache_part(reg->mcache, name, len, partition);
+	return mp ? mp->leader : -2;
+}
+
 int32_t registry_leader(const struct registry *reg, const struct topic *t, int32_t partition)
 {
-	(void)t;
-	(void)partition;
-	return reg->cfg->node_id;
+	int32_t leader = registry_cached_leader(reg, t->name, (int32_t)strlen(t->name), partition);
+
+	if (leader != -2)
+		return leader;
+	return reg->mcache && !t->internal ? -1 : reg->cfg->node_id; /* cluster mode: not known led here (yet) */
 }
 
 struct part *registry_part(const struct topic *t, int32_t partition)
 {
 	if (partition < 0 || partition >= t->nparts || registry_dir_failed(t->reg))
 		return NULL;
+	if (t->reg->mcache && registry_leader(t->reg, t, partition) != t->reg->self)
+		return NULL; /* another broker leads it (registry_part_error: NOT_LEADER_OR_FOLLOWER) */
 	return t->parts[partition];
+}
+
+bool registry_part_known(struct registry *reg, struct kstr name, int32_t partition)
+{
+	struct topic *t;
+
+	if (reg->mcache && !topic_name_internal(name))
+		return mcache_part(reg->mcache, name.p, name.len, partition) != NULL;
+	t = name.p ? registry_find(reg, name) : NULL;
+	return t && registry_part(t, partition);
+}
+
+int16_t registry_missing_error(const struct registry *reg, struct kstr name, int32_t partition)
+{
+	int32_t leader = registry_cached_leader(reg, name.p, name.len, partition);
+
+	return leader == -2 || leader == reg->self ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_NOT_LEADER_OR_FOLLOWER;
 }
 
 int16_t registry_part_error(const struct topic *t, int32_t partition)
 {
+	if (t && t->reg->mcache && registry_leader(t->reg, t, partition) != t->reg->self)
+		return KERR_NOT_LEADER_OR_FOLLOWER;
 	if (t && t->creating)
 		return KERR_LEADER_NOT_AVAILABLE; /* as Kafka answers while a topic is being created */
 	if (!t || partition < 0 || partition >= t->nparts)

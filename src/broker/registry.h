@@ -113,7 +113,21 @@ int registry_save_cfg(struct registry *reg, struct topic *t);
 int registry_refresh_cfg(struct registry *reg);
 /* Topics sorted by name; the array is owned by the registry, valid until the next change. */
 struct topic **registry_topics(struct registry *reg, int *n);
+/*
+ * Cluster mode: mc (NULL to stop) says which broker leads each partition;
+ * registry_part() then finds only the partitions broker self leads, and
+ * registry_part_error() answers NOT_LEADER_OR_FOLLOWER for the others,
+ * including partitions mc does not know (yet: a restarted broker's logs
+ * before the controller's UpdateMetadata).  The internal topics stay this
+ * broker's.
+ */
+struct mcache;
+void registry_set_mcache(struct registry *reg, const struct mcache *mc, int32_t self);
 int32_t registry_leader(const struct registry *reg, const struct topic *t, int32_t partition);
+/* True if the partition exists: in the cluster's metadata in cluster mode (wherever it is led), else here. */
+bool registry_part_known(struct registry *reg, struct kstr name, int32_t partition);
+/* Why a topic not held here is unusable: NOT_LEADER_OR_FOLLOWER if another broker leads it, else UNKNOWN_TOPIC_OR_PARTITION. */
+int16_t registry_missing_error(const struct registry *reg, struct kstr name, int32_t partition);
 /*
  * NULL if out of range or offline (its files could not be opened, or a
  * sync in the log directory failed: registry_fail_dir()).

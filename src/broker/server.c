@@ -33,6 +33,7 @@
 #include "broker/stats_snap.h"
 #include "broker/syncer.h"
 #include "cluster/cluster.h"
+#include "cluster/mcache.h"
 #include "log/partition.h"
 #include "log/segment.h"
 #include "util/clock.h"
@@ -492,6 +493,10 @@ static int server_cluster_start(struct broker *b)
 		snprintf(b->listener_name, sizeof(b->listener_name), "PLAINTEXT");
 	snprintf(b->cluster_endpoint, sizeof(b->cluster_endpoint), "%s://%s%s%s:%d", b->listener_name, v6 ? "[" : "",
 		 b->host, v6 ? "]" : "", b->port);
+	if (!(b->mcache = malloc(sizeof(*b->mcache))))
+		return -ENOMEM;
+	mcache_init(b->mcache);
+	registry_set_mcache(b->reg, b->mcache, b->node_id);
 	return cluster_start(b->loop, &cc, &b->cluster);
 }
 
@@ -571,6 +576,12 @@ void server_stop(struct broker *b)
 	loop_timer_cancel(b->loop, &b->accept_pause);
 	cluster_stop(b->cluster); /* first: the registration and /controller go at once */
 	b->cluster = NULL;
+	if (b->mcache) {
+		registry_set_mcache(b->reg, NULL, b->node_id);
+		mcache_free(b->mcache);
+		free(b->mcache);
+		b->mcache = NULL;
+	}
 	close(b->listen_io.fd);
 	conn_close_all();
 	fetch_wake(b);            /* parked fetches see their connection closed */

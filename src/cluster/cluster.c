@@ -27,7 +27,9 @@
 
 #include "cluster/controller.h"
 #include "cluster/deleter.h"
+#include "cluster/channel.h"
 #include "cluster/leaders.h"
+#include "cluster/notify.h"
 #include "cluster/topics.h"
 #include "cluster/zk.h"
 #include "net/loop.h"
@@ -58,10 +60,11 @@ struct cluster {
 	int64_t down_since_ms;          /* when the connection was lost (for log lines) */
 	struct cluster_broker *brokers; /* the cache, sorted by id */
 	int nbrokers;
-	unsigned list_seq;      /* the latest listing of /brokers/ids */
-	bool listed;            /* brokers holds a listing read in this process */
-	struct leaders leaders; /* as controller: the partition states (leaders.h) */
-	struct deleter deleter; /* as controller: topics marked for deletion (deleter.h) */
+	unsigned list_seq;       /* the latest listing of /brokers/ids */
+	bool listed;             /* brokers holds a listing read in this process */
+	struct leaders leaders;  /* as controller: the partition states (leaders.h) */
+	struct deleter deleter;  /* as controller: topics marked for deletion (deleter.h) */
+	struct channel *channel; /* as controller: the requests to every broker (channel.h) */
 };
 
 /* One listing of /brokers/ids under way: the registrations read so far. */
@@ -113,8 +116,13 @@ static void cluster_run_leaders(struct cluster *cl)
 {
 	int32_t *ids;
 
-	if (!controller_is_active(&cl->ctl) || !cl->listed)
+	if (!controller_is_active(&cl->ctl)) {
+		channel_reset(cl->channel); /* not controller (any more): nothing to tell the brokers */
 		return;
+	}
+	if (!cl->listed)
+		return;
+	channel_set_brokers(cl->channel, cl->brokers, cl->nbrokers);
 	ids = malloc(sizeof(*ids) * (size_t)(cl->nbrokers > 0 ? cl->nbrokers : 1));
 	if (!ids) {
 		log_error("controller: out of memory");
@@ -124,6 +132,40 @@ static void cluster_run_leaders(struct cluster *cl)
 		ids[i] = cl->brokers[i].id;
 	leaders_run(&cl->leaders, ids, cl->nbrokers, cl->ctl.epoch, cl->ctl.epoch_version);
 	free(ids);
+}
+
+/* The context of what the controller sends now. */
+static struct notify_ctx cluster_notify_ctx(struct cluster *cl)
+{
+	return (struct notify_ctx){ .ch = cl->channel,
+				    .controller_id = cl->cfg.broker_id,
+				    .epoch = cl->ctl.epoch,
+				    .brokers = cl->brokers,
+				    .nbrokers = cl->nbrokers };
+}
+
+/* leaders_pass_fn: the brokers are told the states the pass left. */
+static void cluster_on_pass(void *arg, const struct leaders_state *parts, int n, const int32_t *live, int nlive,
+			    int32_t epoch)
+{
+	struct cluster *cl = arg;
+	struct notify_ctx nc = cluster_notify_ctx(cl);
+
+	(void)live;
+	(void)nlive;
+	if (!controller_is_active(&cl->ctl) || epoch != cl->ctl.epoch)
+		return;
+	notify_pass(&nc, parts, n);
+}
+
+/* deleter_topic_fn: every live broker drops the topic's partitions. */
+static void cluster_on_delete(void *arg, const char *topic, int32_t nparts)
+{
+	struct cluster *cl = arg;
+	struct notify_ctx nc = cluster_notify_ctx(cl);
+
+	if (controller_is_active(&cl->ctl))
+		notify_delete(&nc, topic, nparts);
 }
 
 static void cluster_on_active(void *arg)
@@ -590,6 +632,8 @@ int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct clust
 	loop_timer_init(&cl->conn_timer, cluster_on_conn_timer);
 	loop_timer_init(&cl->retry_timer, cluster_on_retry_timer);
 	err = cluster_registration(cl);
+	if (!err)
+		err = channel_new(loop, cfg->broker_id, &cl->channel);
 	if (!err) {
 		err = zk_new(loop, cfg->zookeeper_connect, cfg->session_timeout_ms, cluster_on_event, cl, &cl->zk);
 		if (err)
@@ -597,6 +641,7 @@ int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct clust
 				  err == -EINVAL ? "expected host:port[,host:port...][/chroot]" : strerror(-err));
 	}
 	if (err) {
+		channel_free(cl->channel);
 		free(cl->registration);
 		free(cl);
 		return err;
@@ -605,7 +650,11 @@ int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct clust
 	cl->ctl.on_active = cluster_on_active;
 	cl->ctl.on_active_arg = cl;
 	leaders_init(&cl->leaders, cl->zk);
+	cl->leaders.on_pass = cluster_on_pass;
+	cl->leaders.on_pass_arg = cl;
 	deleter_init(&cl->deleter, cl->zk);
+	cl->deleter.on_delete = cluster_on_delete;
+	cl->deleter.on_delete_arg = cl;
 	log_info("cluster mode: broker %d joining through zookeeper %s", cfg->broker_id, cfg->zookeeper_connect);
 	cluster_connect(cl);
 	*out = cl;
@@ -621,6 +670,7 @@ void cluster_stop(struct cluster *cl)
 	leaders_stop(&cl->leaders);
 	deleter_stop(&cl->deleter);
 	zk_free(cl->zk); /* closes the session: our registration and /controller go at once */
+	channel_free(cl->channel);
 	free(cl->registration);
 	free(cl->brokers);
 	free(cl);
@@ -658,6 +708,11 @@ int cluster_topic_create(struct cluster *cl, const char *name, const char *assig
 			 cluster_done_fn *done, void *arg)
 {
 	return cluster_ready(cl) ? topics_create(cl->zk, name, assignment, config, done, arg) : -ENOTCONN;
+}
+
+int cluster_topic_config(struct cluster *cl, const char *name, cluster_config_fn *done, void *arg)
+{
+	return cluster_ready(cl) ? topics_read_config(cl->zk, name, done, arg) : -ENOTCONN;
 }
 
 void cluster_topic_delete(struct cluster *cl, const char *name)

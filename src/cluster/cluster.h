@@ -99,4 +99,13 @@ void cluster_topic_delete(struct cluster *cl, const char *name);
 int cluster_topic_grow(struct cluster *cl, const char *name, int32_t nparts, int32_t total, const int32_t *manual,
 		       cluster_done_fn *done, void *arg);
 
+/* err 0 and cfg the overrides, or err -ENOENT (none written), -EBADMSG (not Kafka's), -ENOTCONN, -EIO. */
+typedef void cluster_config_fn(void *arg, int err, const struct znode_config *cfg);
+/*
+ * Reads topic name's config overrides (/config/topics/<name>), as a Kafka
+ * broker does before making a topic's log.  done runs once on the loop
+ * thread; 0, or -ENOTCONN / -ENOMEM (done never runs).
+ */
+int cluster_topic_config(struct cluster *cl, const char *name, cluster_config_fn *done, void *arg);
+
 #endif

@@ -88,6 +88,8 @@ static void deleter_on_partitions(void *arg, const struct zk_reply *rep)
 		*strrchr(path, '/') = '\0';
 		zk_delete(dt->d->zk, path, -1, deleter_ignore, NULL);
 	}
+	if (rep->rc == ZOK && rep->nchildren > 0 && dt->d->on_delete)
+		dt->d->on_delete(dt->d->on_delete_arg, dt->name, rep->nchildren);
 	deleter_finish(dt);
 }
 

@@ -12,12 +12,18 @@
 #define GREGOR_CLUSTER_DELETER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "cluster/zk.h"
+
+/* A marked topic of nparts partitions is being removed: its replicas are told (StopReplica). */
+typedef void deleter_topic_fn(void *arg, const char *topic, int32_t nparts);
 
 struct deleter {
 	struct zk *zk;
 	bool stopping;
+	deleter_topic_fn *on_delete; /* may be NULL */
+	void *on_delete_arg;
 };
 
 void deleter_init(struct deleter *d, struct zk *zk);

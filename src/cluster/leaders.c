@@ -21,13 +21,16 @@
 struct leaders_pass {
 	struct leaders *ls;
 	int pending;
-	bool conflict; /* a state changed under us: run again */
+	bool conflict;   /* a state changed under us: run again */
+	bool incomplete; /* a read failed: brokers are not told of this pass */
 	int32_t *live;
 	int nlive;
 	int32_t epoch;
 	int32_t epoch_version;
 	char **marked; /* topics under /admin/delete_topics: left to the deletion (deleter.h) */
 	int nmarked;
+	struct leaders_state *states; /* what the pass leaves, for ls->on_pass */
+	int nstates, capstates;
 };
 
 /* One partition being looked at. */
@@ -36,6 +39,8 @@ struct leaders_part {
 	struct znode_replicas replicas;
 	int32_t partition;
 	char topic[256];
+	char topic_id[32];
+	struct znode_state st; /* being written */
 };
 
 static void leaders_start(struct leaders *ls);
@@ -49,6 +54,9 @@ static void leaders_pass_end(struct leaders_pass *pass)
 	ls->running = false;
 	if (pass->conflict)
 		ls->again = true;
+	else if (ls->on_pass && !ls->stopping && !pass->incomplete)
+		ls->on_pass(ls->on_pass_arg, pass->states, pass->nstates, pass->live, pass->nlive, pass->epoch);
+	free(pass->states);
 	for (int i = 0; i < pass->nmarked; i++)
 		free(pass->marked[i]);
 	free(pass->marked);
@@ -74,9 +82,44 @@ static bool leaders_in(const struct znode_replicas *r, int32_t id)
 	return false;
 }
 
+/* Keeps partition lp's state (st, or none) for ls->on_pass. */
+static void leaders_keep(struct leaders_part *lp, const struct znode_state *st)
+{
+	struct leaders_pass *pass = lp->pass;
+	struct leaders_state *s;
+
+	if (pass->nstates == pass->capstates) {
+		int cap = pass->capstates ? pass->capstates * 2 : 64;
+		struct leaders_state *p = realloc(pass->states, sizeof(*p) * (size_t)cap);
+
+		if (!p) {
+			pass->incomplete = true; /* tell brokers nothing rather than a partial cluster */
+			return;
+		}
+		pass->states = p;
+		pass->capstates = cap;
+	}
+	s = &pass->states[pass->nstates++];
+	memset(s, 0, sizeof(*s));
+	strcpy(s->topic, lp->topic);
+	strcpy(s->topic_id, lp->topic_id);
+	s->partition = lp->partition;
+	s->replicas = lp->replicas;
+	s->has_state = st != NULL;
+	if (st)
+		s->st = *st;
+	else
+		s->st.leader = -1;
+}
+
 static void leaders_on_written(void *arg, const struct zk_reply *rep)
 {
 	struct leaders_part *lp = arg;
+
+	if (rep->rc == ZOK)
+		leaders_keep(lp, &lp->st);
+	else
+		lp->pass->incomplete = true;
 
 	if (rep->rc != ZOK && rep->failed_op == 0)
 		log_info("partition %s-%d: state not written: %s changed (no longer controller?)", lp->topic,
@@ -190,9 +233,14 @@ static void leaders_on_state(void *arg, const struct zk_reply *rep)
 	}
 	if (rep && (exists || rep->rc == ZNONODE) && leaders_next(lp->pass, &lp->replicas, exists, &st)) {
 		st.controller_epoch = lp->pass->epoch;
+		lp->st = st;
 		leaders_write(lp, &st, exists ? rep->version : -1);
 		return;
 	}
+	if (rep && (exists || rep->rc == ZNONODE))
+		leaders_keep(lp, exists ? &st : NULL);
+	else if (rep)
+		lp->pass->incomplete = true; /* not read: brokers are told only of a complete pass */
 	leaders_pass_end(lp->pass);
 	free(lp);
 }
@@ -200,6 +248,7 @@ static void leaders_on_state(void *arg, const struct zk_reply *rep)
 /* Reads the state of each partition of topic (assignment zt). */
 static void leaders_read_states(struct leaders_pass *pass, const char *topic, const struct znode_topic *zt)
 {
+	_Static_assert(sizeof(zt->topic_id) == sizeof(((struct leaders_part *)0)->topic_id), "topic id size");
 	for (int32_t p = 0; p < zt->nparts; p++) {
 		struct leaders_part *lp = calloc(1, sizeof(*lp));
 		char path[384];
@@ -212,6 +261,7 @@ static void leaders_read_states(struct leaders_pass *pass, const char *topic, co
 		lp->replicas = zt->parts[p];
 		lp->partition = p;
 		strcpy(lp->topic, topic);
+		memcpy(lp->topic_id, zt->topic_id, sizeof(lp->topic_id));
 		snprintf(path, sizeof(path), "%s/%s/partitions/%d/state", ZNODE_TOPICS, topic, p);
 		pass->pending++;
 		if (zk_get(pass->ls->zk, path, false, leaders_on_state, lp)) {

@@ -32,7 +32,26 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cluster/znode.h"
 #include "cluster/zk.h"
+
+/* One partition as a pass left it. */
+struct leaders_state {
+	char topic[256];
+	char topic_id[32]; /* "" if the assignment has none */
+	int32_t partition;
+	struct znode_replicas replicas;
+	bool has_state;        /* false: no replica was ever live, no state yet */
+	struct znode_state st; /* leader -1 when has_state is false */
+};
+
+/*
+ * After a pass that ended without a conflict: every partition of every
+ * topic not marked for deletion, the live brokers and the epoch.  The
+ * arrays are valid during the call.
+ */
+typedef void leaders_pass_fn(void *arg, const struct leaders_state *parts, int nparts, const int32_t *live, int nlive,
+			     int32_t controller_epoch);
 
 struct leaders {
 	struct zk *zk;
@@ -41,8 +60,10 @@ struct leaders {
 	bool stopping; /* cluster_stop(): start nothing more */
 	int32_t *live; /* the latest live broker ids (malloc'd) */
 	int nlive;
-	int32_t epoch;         /* the controller epoch written into states */
-	int32_t epoch_version; /* /controller_epoch's version: every write checks it */
+	int32_t epoch;            /* the controller epoch written into states */
+	int32_t epoch_version;    /* /controller_epoch's version: every write checks it */
+	leaders_pass_fn *on_pass; /* may be NULL */
+	void *on_pass_arg;
 };
 
 void leaders_init(struct leaders *ls, struct zk *zk);

@@ -203,3 +203,37 @@ int topics_grow(struct zk *zk, const struct cluster_broker *brokers, int nbroker
 	}
 	return rc;
 }
+
+struct topics_config_call {
+	cluster_config_fn *done;
+	void *arg;
+};
+
+static void topics_on_config(void *arg, const struct zk_reply *rep)
+{
+	struct topics_config_call *call = arg;
+	struct znode_config cfg = { 0 };
+	int err = topics_zk_err(rep->rc);
+
+	if (!err && (rep->data_len < 0 || znode_topic_config_decode(rep->data, (size_t)rep->data_len, &cfg)))
+		err = -EBADMSG;
+	call->done(call->arg, err, &cfg);
+	znode_topic_config_free(&cfg);
+	free(call);
+}
+
+int topics_read_config(struct zk *zk, const char *name, cluster_config_fn *done, void *arg)
+{
+	struct topics_config_call *call = malloc(sizeof(*call));
+	char path[320];
+
+	if (!call)
+		return -ENOMEM;
+	*call = (struct topics_config_call){ done, arg };
+	snprintf(path, sizeof(path), "%s/%s", ZNODE_TOPIC_CONFIGS, name);
+	if (zk_get(zk, path, false, topics_on_config, call)) {
+		free(call);
+		return -ENOTCONN;
+	}
+	return 0;
+}

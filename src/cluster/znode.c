@@ -365,6 +365,51 @@ char *znode_topic_config_encode(const char *const *names, const char *const *val
 	return NULL;
 }
 
+void znode_topic_config_free(struct znode_config *c)
+{
+	for (int i = 0; i < c->n; i++) {
+		free(c->names[i]);
+		free(c->values[i]);
+	}
+	free(c->names);
+	free(c->values);
+	memset(c, 0, sizeof(*c));
+}
+
+int znode_topic_config_decode(const char *json, size_t len, struct znode_config *out)
+{
+	json_t *root = znode_load(json, len), *cfg = root ? json_object_get(root, "config") : NULL, *v;
+	size_t n = json_is_object(cfg) ? json_object_size(cfg) : 0;
+	const char *key;
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_object(cfg) || !json_is_integer(json_object_get(root, "version"))) {
+		json_decref(root);
+		return -EBADMSG;
+	}
+	out->names = calloc(n ? n : 1, sizeof(char *));
+	out->values = calloc(n ? n : 1, sizeof(char *));
+	err = out->names && out->values ? 0 : -ENOMEM;
+	json_object_foreach(cfg, key, v)
+	{
+		if (err)
+			break;
+		if (!json_is_string(v)) {
+			err = -EBADMSG;
+			break;
+		}
+		out->names[out->n] = strdup(key);
+		out->values[out->n] = strdup(json_string_value(v));
+		err = out->names[out->n] && out->values[out->n] ? 0 : -ENOMEM;
+		out->n++;
+	}
+	json_decref(root);
+	if (err)
+		znode_topic_config_free(out);
+	return err;
+}
+
 /* A JSON array of broker ids (0 .. INT32_MAX) into r; false if it is not one or too long. */
 static bool znode_ids_decode(json_t *arr, struct znode_replicas *r)
 {

@@ -97,6 +97,14 @@ int znode_epoch_decode(const char *text, size_t len, int32_t *epoch);
 char *znode_topic_encode(const int32_t *replicas, int32_t nparts, int32_t rf, const char *topic_id);
 /* /config/topics/<t>: n overrides, names[i] = values[i]. */
 char *znode_topic_config_encode(const char *const *names, const char *const *values, int n);
+/* What znode_topic_config_decode() read: n overrides, malloc'd (znode_topic_config_free()). */
+struct znode_config {
+	int n;
+	char **names, **values;
+};
+/* Version 1 with string values.  0, -EBADMSG or -ENOMEM. */
+int znode_topic_config_decode(const char *json, size_t len, struct znode_config *out);
+void znode_topic_config_free(struct znode_config *c);
 
 #define ZNODE_REPLICAS_MAX 16
 

@@ -8,9 +8,10 @@ ZooKeeper (tests/lib/zookeeper.py) and three brokers in the chroot
      v1 to that broker: clients send it to the controller; with one config): /brokers/topics/<t> has Kafka's version 3 JSON (partitions
      {"0":[id],...}, topic_id, adding_replicas, removing_replicas), the 12
      partitions spread over all three brokers, 4 each; /config/topics/<t> holds
-     {"version":1,"config":{...}}; broker 2's Metadata lists the topic
-  2. the same name through broker 3 (which has no local copy): TOPIC_ALREADY_EXISTS,
-     and broker 3 did not make a copy of its own
+     {"version":1,"config":{...}}; broker 2's Metadata lists the topic once the
+     controller told it (UpdateMetadata)
+  2. the same name through broker 3: TOPIC_ALREADY_EXISTS, the first assignment
+     stays, and broker 3's Metadata lists the one topic
   3. RF 4 with 3 live brokers and RF 2 (confluent_kafka): INVALID_REPLICATION_FACTOR,
      nothing written
   4. validate_only writes nothing; a manual assignment to a live broker is written
@@ -19,7 +20,8 @@ ZooKeeper (tests/lib/zookeeper.py) and three brokers in the chroot
      ZooKeeper gets partitions 12-14, continuing the round-robin from partition
      0's broker as Kafka does; the controller gives them leaders (states)
   6. a topic auto-created by a Metadata request to broker 1 is written to
-     ZooKeeper; the same Metadata request to broker 2 makes no second copy
+     ZooKeeper and answered LEADER_NOT_AVAILABLE as Kafka does; once the
+     controller told the brokers, broker 2 lists it and writes nothing again
 """
 
 import json
@@ -79,15 +81,16 @@ def spread(zc, brokers):
     eq(sorted(leaders.count(i) for i in (1, 2, 3)), [4, 4, 4], "12 partitions over 3 brokers: %r" % leaders)
     eq([(leaders[p + 1] - leaders[p]) % 3 for p in range(11)], [1] * 11, "round-robin order: %r" % leaders)
     eq(zjson(zc, "/config/topics/" + TOPIC), {"version": 1, "config": {"retention.ms": "86400000"}}, "config")
-    eq(kwire.metadata_topic_error(brokers[1].port, TOPIC), 0, "%s in broker 2's Metadata" % TOPIC)
+    wait_until(lambda: kwire.metadata_topic_error(brokers[1].port, TOPIC) == 0, 10,
+               "%s in broker 2's Metadata" % TOPIC)
     log("%s: partitions on brokers %r" % (TOPIC, leaders))
 
 
 def already_exists(zc, brokers):
     err, msg = create_raw(brokers[2], TOPIC, 3)
     eq(err, KafkaError.TOPIC_ALREADY_EXISTS, "CreateTopics of %s through broker 3 (%s)" % (TOPIC, msg))
-    eq(kwire.metadata_topic_error(brokers[2].port, TOPIC), KafkaError.UNKNOWN_TOPIC_OR_PART,
-       "broker 3 made no copy of its own")
+    wait_until(lambda: kwire.metadata_topic_error(brokers[2].port, TOPIC) == 0, 10,
+               "%s in broker 3's Metadata" % TOPIC)
     eq(len(zjson(zc, "/brokers/topics/" + TOPIC)["partitions"]), 12, "the first assignment stays")
 
 
@@ -124,13 +127,13 @@ def metadata_autocreate(b, topic):
 
 
 def autocreate(zc, brokers):
-    eq(metadata_autocreate(brokers[0], "auto1"), 0, "auto-creation through broker 1")
+    eq(metadata_autocreate(brokers[0], "auto1"), KafkaError.LEADER_NOT_AVAILABLE, "auto-creation through broker 1")
     doc = zjson(zc, "/brokers/topics/auto1")
     eq((doc["version"], len(doc["partitions"])), (3, 1), "auto1's assignment (num.partitions 1)")
     eq(zjson(zc, "/config/topics/auto1"), {"version": 1, "config": {}}, "auto1's config")
-    eq(metadata_autocreate(brokers[1], "auto1"), KafkaError.UNKNOWN_TOPIC_OR_PART, "auto1 through broker 2")
-    eq(kwire.metadata_topic_error(brokers[1].port, "auto1"), KafkaError.UNKNOWN_TOPIC_OR_PART,
-       "broker 2 made no copy of auto1")
+    version = zc.get(CHROOT + "/brokers/topics/auto1")[1].version
+    wait_until(lambda: metadata_autocreate(brokers[1], "auto1") == 0, 10, "auto1 through broker 2")
+    eq(zc.get(CHROOT + "/brokers/topics/auto1")[1].version, version, "auto1's assignment written once")
 
 
 def refused(zc, brokers):

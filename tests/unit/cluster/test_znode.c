@@ -267,6 +267,33 @@ static void test_topic_documents(void **state)
 	free(doc);
 }
 
+/* /config/topics/<t> read back: what encode wrote, Kafka's own documents; non-strings and bad shapes refused. */
+static void test_topic_config_decode(void **state)
+{
+	const char *names[] = { "cleanup.policy", "retention.ms" }, *values[] = { "compact", "1000" };
+	char *doc = znode_topic_config_encode(names, values, 2);
+	struct znode_config c;
+	static const char *const bad[] = { "{\"version\":1,\"config\":{\"a\":1}}", "{\"version\":1}", "{\"config\":{}}",
+					   "[1]", "{\"version\":1,\"config\":[]}" };
+
+	(void)state;
+	assert_int_equal(znode_topic_config_decode(doc, strlen(doc), &c), 0);
+	assert_int_equal(c.n, 2);
+	for (int i = 0; i < 2; i++) {
+		int k = strcmp(c.names[i], "cleanup.policy") ? 1 : 0;
+
+		assert_string_equal(c.names[i], names[k]);
+		assert_string_equal(c.values[i], values[k]);
+	}
+	znode_topic_config_free(&c);
+	free(doc);
+	assert_int_equal(znode_topic_config_decode("{\"version\":1,\"config\":{}}", 25, &c), 0);
+	assert_int_equal(c.n, 0);
+	znode_topic_config_free(&c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(znode_topic_config_decode(bad[i], strlen(bad[i]), &c), -EBADMSG);
+}
+
 /* Assignments as Kafka's versions wrote them decode; gaps, repeats and bad ids do not. */
 static void test_topic_decode(void **state)
 {
@@ -333,6 +360,7 @@ int main(void)
 		cmocka_unit_test(test_persistent_paths),
 		cmocka_unit_test(test_topic_documents),
 		cmocka_unit_test(test_topic_decode),
+		cmocka_unit_test(test_topic_config_decode),
 		cmocka_unit_test(test_state),
 	};
 

@@ -1,0 +1,212 @@
+/*
+ * h_cluster.c - the controller's requests, served by every broker in
+ * cluster mode (docs/cluster.md): LeaderAndIsr, UpdateMetadata and
+ * StopReplica.  On a single node they are neither advertised nor served.
+ *
+ * Each carries the controller's epoch: one older than the highest this
+ * broker has seen is refused with STALE_CONTROLLER_EPOCH (a deposed
+ * controller that has not noticed yet).
+ *
+ *   LeaderAndIsr    makes the topic here if this broker holds none of it
+ *                   (partitions 0 .. the highest given, the request's
+ *                   topic id, the overrides in /config/topics/<t>), or
+ *                   adds partitions up to the highest given;
+ *                   which of them this broker serves is the metadata
+ *                   cache's leader (registry_set_mcache()).
+ *   UpdateMetadata  replaces the metadata cache (cluster/mcache.h).
+ *   StopReplica     with delete: deletes the topic here.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/broker.h"
+#include "broker/creator.h"
+#include "broker/handlers.h"
+#include "broker/registry.h"
+#include "cluster/cluster.h"
+#include "cluster/mcache.h"
+#include "proto/kerr.h"
+#include "util/log.h"
+
+/* False (and STALE_CONTROLLER_EPOCH) for an epoch older than the highest seen; raises it otherwise. */
+static bool cluster_epoch_ok(struct req *rq, int32_t controller_id, int32_t epoch, int16_t *err)
+{
+	struct mcache *mc = rq->b->mcache;
+
+	if (epoch < mc->controller_epoch) {
+		log_warn("%s from controller %d refused: controller epoch %d is older than %d",
+			 proto_apis[rq->hdr.api_key].name, controller_id, epoch, mc->controller_epoch);
+		*err = KERR_STALE_CONTROLLER_EPOCH;
+		return false;
+	}
+	mc->controller_epoch = epoch;
+	return true;
+}
+
+/* A topic to make once its config overrides are read. */
+struct cluster_pending {
+	struct broker *b;
+	int32_t nparts;
+	struct kuuid id;
+	char name[];
+};
+
+/* cluster_config_fn: makes the topic with the overrides read (none: the broker's defaults). */
+static void cluster_on_config(void *arg, int err, const struct znode_config *cfg)
+{
+	struct cluster_pending *pd = arg;
+	struct reg_build *build;
+	struct topic_cfg tc;
+	char msg[256];
+
+	if (err == -ENOTCONN || err == -ENOENT || registry_find(pd->b->reg, kstr_c(pd->name))) {
+		if (err == -ENOENT) /* every topic written as Kafka writes it has one */
+			log_info("LeaderAndIsr: topic '%s' has no %s/%s (deleted meanwhile?); not made", pd->name,
+				 ZNODE_TOPIC_CONFIGS, pd->name);
+		free(pd); /* or shutting down, session lost (the next LeaderAndIsr asks again), made meanwhile */
+		return;
+	}
+	if (err)
+		log_warn("topic '%s': its config overrides could not be read (%s); made with the broker's defaults",
+			 pd->name, strerror(-err));
+	err = topic_cfg_init(&tc, &pd->b->cfg);
+	for (int i = 0; !err && cfg && i < cfg->n; i++)
+		if (topic_cfg_set(&tc, cfg->names[i], cfg->values[i], msg, sizeof(msg)) < 0)
+			log_warn("topic '%s': override %s=%s ignored: %s", pd->name, cfg->names[i], cfg->values[i],
+				 msg);
+	if (!err)
+		err = creator_create(pd->b->creator, kstr_c(pd->name), pd->nparts, &tc, &build);
+	topic_cfg_release(&tc);
+	if (!err)
+		build->t->id = pd->id; /* the worker writes partition.metadata in the next round */
+	else if (err != -EEXIST)
+		log_error("LeaderAndIsr: cannot make topic '%s': %s", pd->name, strerror(-err));
+	free(pd);
+}
+
+/*
+ * Makes or extends topic ts here so that it has every partition ts names;
+ * a new topic once /config/topics/<t> is read, as a Kafka broker makes a
+ * log with the topic's overrides.  0 or -errno.
+ */
+static int cluster_make(struct broker *b, const struct LeaderAndIsrTopicState *ts)
+{
+	struct topic *t = registry_find(b->reg, ts->TopicName);
+	struct cluster_pending *pd;
+	struct reg_build *build;
+	int32_t want = 0;
+	int err;
+
+	for (int32_t i = 0; i < ts->PartitionStates.n; i++)
+		if (ts->PartitionStates.v[i].PartitionIndex >= want)
+			want = ts->PartitionStates.v[i].PartitionIndex + 1;
+	if (t && (t->builds || t->nparts_next >= want))
+		return 0; /* there, or being made */
+	if (t)
+		return creator_grow(b->creator, t, want, &build);
+	if (!topic_name_valid(ts->TopicName) || topic_name_internal(ts->TopicName))
+		return -EINVAL;
+	pd = calloc(1, sizeof(*pd) + (size_t)ts->TopicName.len + 1);
+	if (!pd)
+		return -ENOMEM;
+	*pd = (struct cluster_pending){ .b = b, .nparts = want, .id = ts->TopicId };
+	memcpy(pd->name, ts->TopicName.p, (size_t)ts->TopicName.len);
+	err = cluster_topic_config(b->cluster, pd->name, cluster_on_config, pd);
+	if (err)
+		free(pd);
+	return err;
+}
+
+int h_leader_and_isr(struct req *rq, const void *vin, void *vout)
+{
+	const struct LeaderAndIsrRequest *in = vin;
+	struct LeaderAndIsrResponse *out = vout;
+	int32_t n = in->TopicStates.n > 0 ? in->TopicStates.n : 0;
+
+	if (!rq->b->cluster)
+		return H_CLOSE;
+	if (!cluster_epoch_ok(rq, in->ControllerId, in->ControllerEpoch, &out->ErrorCode))
+		return H_REPLY;
+	out->Topics.v = req_alloc(rq, (size_t)n, sizeof(*out->Topics.v));
+	out->Topics.n = n;
+	for (int32_t i = 0; i < n; i++) {
+		const struct LeaderAndIsrTopicState *ts = &in->TopicStates.v[i];
+		struct LeaderAndIsrTopicError *te = &out->Topics.v[i];
+		int err = cluster_make(rq->b, ts);
+		int32_t np = ts->PartitionStates.n > 0 ? ts->PartitionStates.n : 0;
+
+		if (err)
+			log_error("LeaderAndIsr: cannot make topic '%.*s': %s", ts->TopicName.len, ts->TopicName.p,
+				  strerror(-err));
+		LeaderAndIsrTopicError_init(te);
+		te->TopicId = ts->TopicId;
+		te->PartitionErrors.v = req_alloc(rq, (size_t)np, sizeof(*te->PartitionErrors.v));
+		te->PartitionErrors.n = np;
+		for (int32_t p = 0; p < np; p++) {
+			te->PartitionErrors.v[p].PartitionIndex = ts->PartitionStates.v[p].PartitionIndex;
+			te->PartitionErrors.v[p].ErrorCode = err ? KERR_KAFKA_STORAGE_ERROR : KERR_NONE;
+		}
+	}
+	return H_REPLY;
+}
+
+int h_update_metadata(struct req *rq, const void *vin, void *vout)
+{
+	const struct UpdateMetadataRequest *in = vin;
+	struct UpdateMetadataResponse *out = vout;
+
+	if (!rq->b->cluster)
+		return H_CLOSE;
+	if (!cluster_epoch_ok(rq, in->ControllerId, in->ControllerEpoch, &out->ErrorCode))
+		return H_REPLY;
+	if (mcache_update(rq->b->mcache, in)) {
+		log_error("UpdateMetadata: out of memory; the metadata cache is unchanged");
+		out->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
+	}
+	return H_REPLY;
+}
+
+/* Deletes topic ts here if a partition of it is to be deleted; the partitions' error. */
+static int16_t cluster_stop_topic(struct req *rq, const struct StopReplicaTopicState *ts)
+{
+	struct topic *t = registry_find(rq->b->reg, ts->TopicName);
+	bool del = false;
+
+	for (int32_t p = 0; p < ts->PartitionStates.n; p++)
+		del |= ts->PartitionStates.v[p].DeletePartition;
+	if (!t || !del || t->internal)
+		return KERR_NONE; /* not held here, or only stopped: nothing to do without followers */
+	if (t->builds)
+		return KERR_LEADER_NOT_AVAILABLE;
+	log_info("StopReplica: deleting topic '%s'", t->name);
+	return admin_topic_remove(rq->b, t) < 0 ? KERR_KAFKA_STORAGE_ERROR : KERR_NONE;
+}
+
+int h_stop_replica(struct req *rq, const void *vin, void *vout)
+{
+	const struct StopReplicaRequest *in = vin;
+	struct StopReplicaResponse *out = vout;
+	int32_t n = in->TopicStates.n > 0 ? in->TopicStates.n : 0, k = 0;
+
+	if (!rq->b->cluster)
+		return H_CLOSE;
+	if (!cluster_epoch_ok(rq, in->ControllerId, in->ControllerEpoch, &out->ErrorCode))
+		return H_REPLY;
+	for (int32_t i = 0; i < n; i++)
+		k += in->TopicStates.v[i].PartitionStates.n > 0 ? in->TopicStates.v[i].PartitionStates.n : 0;
+	out->PartitionErrors.v = req_alloc(rq, (size_t)k, sizeof(*out->PartitionErrors.v));
+	for (int32_t i = 0; i < n; i++) {
+		const struct StopReplicaTopicState *ts = &in->TopicStates.v[i];
+		int16_t err = cluster_stop_topic(rq, ts);
+
+		for (int32_t p = 0; p < ts->PartitionStates.n; p++) {
+			struct StopReplicaPartitionError *pe = &out->PartitionErrors.v[out->PartitionErrors.n++];
+
+			pe->TopicName = ts->TopicName;
+			pe->PartitionIndex = ts->PartitionStates.v[p].PartitionIndex;
+			pe->ErrorCode = err;
+		}
+	}
+	return H_REPLY;
+}
