@@ -84,10 +84,14 @@ class Prometheus:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError("prometheus exited %d:\n%s" % (self.proc.returncode, self.log()))
-            if port_accepts(self.port):
-                return self
+            # it listens before its storage is open and answers 503 until then
+            try:
+                if port_accepts(self.port) and http_get(self.port, "/-/ready")[0] == 200:
+                    return self
+            except OSError:
+                pass
             time.sleep(0.1)
-        raise AssertionError("prometheus did not listen within 15 s:\n" + self.log())
+        raise AssertionError("prometheus not ready within 15 s:\n" + self.log())
 
     def __exit__(self, exc_type, exc, tb):
         if self.proc and self.proc.poll() is None:
