@@ -7,8 +7,8 @@ A. enable.idempotence=true, acks=all, max.in.flight=5: IDEM_COUNT numbered
    messages (default 100000, the issue's count; IDEM_COUNT overrides) to 6
    partitions; reading back gives every number exactly once, in order per
    partition, although the proxy dropped and cut many requests.
-B. The same without idempotence (fewer messages) shows duplicates: the proxy
-   really bites.
+B. The same without idempotence (fewer messages, more responses dropped)
+   shows duplicates: the proxy really bites.
 """
 
 import os
@@ -56,7 +56,9 @@ def test():
             check(rc == 0, "exactly once, in order")
             log("A: %d messages exactly once in order" % counts(out)["total"])
 
-            px.set_faults(0.05, 0.02)
+            # 6,000 records are only ~60 requests: at A's 5 % a run with no drop
+            # at all is a few percent likely, so B drops one response in five
+            px.set_faults(0.2, 0.02)
             before = dict(px.stats)
             rc, _ = run(["produce", px.bootstrap, "plain", PLAIN_COUNT, PARTS, 0])
             check(rc == 0, "plain producer delivered everything")
