@@ -195,6 +195,18 @@ struct broker_cfg {
 	char *inter_broker_listener_name;
 	bool controlled_shutdown_enable;
 	char *listener_security_protocol_map;
+	/* TLS on SSL listeners (sec/tls.h) */
+	char *ssl_keystore_type;
+	char *ssl_keystore_location;
+	char *ssl_key_password;
+	char *ssl_keystore_certificate_chain;
+	char *ssl_keystore_key;
+	char *ssl_truststore_type;
+	char *ssl_truststore_location;
+	char *ssl_truststore_certificates;
+	int ssl_client_auth; /* 0 none, 1 requested, 2 required */
+	char *ssl_enabled_protocols;
+	char *ssl_cipher_suites;
 	char *security_inter_broker_protocol;
 	int32_t share_coordinator_state_topic_replication_factor;
 	int32_t share_coordinator_state_topic_min_isr;

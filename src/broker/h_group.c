@@ -211,12 +211,15 @@ int h_find_coordinator(struct req *rq, const void *in, void *out)
 	const struct FindCoordinatorRequest *f = in;
 	struct FindCoordinatorResponse *resp = out;
 	struct broker *b = rq->b;
+	const char *host;
+	int32_t port;
 
+	broker_endpoint(b, rq->c, &host, &port);
 	if (rq->hdr.api_version < 4) {
 		resp->ErrorCode = h_group_find_one(rq, f->Key, f->KeyType);
 		resp->NodeId = resp->ErrorCode ? -1 : b->node_id;
-		resp->Host = resp->ErrorCode ? KSTR("") : kstr_c(b->host);
-		resp->Port = resp->ErrorCode ? -1 : b->port;
+		resp->Host = resp->ErrorCode ? KSTR("") : kstr_c(host);
+		resp->Port = resp->ErrorCode ? -1 : port;
 		return H_REPLY;
 	}
 	resp->Coordinators.n = f->CoordinatorKeys.n > 0 ? f->CoordinatorKeys.n : 0;
@@ -228,8 +231,8 @@ int h_find_coordinator(struct req *rq, const void *in, void *out)
 		c->Key = f->CoordinatorKeys.v[i];
 		c->ErrorCode = h_group_find_one(rq, c->Key, f->KeyType);
 		c->NodeId = c->ErrorCode ? -1 : b->node_id;
-		c->Host = c->ErrorCode ? KSTR("") : kstr_c(b->host);
-		c->Port = c->ErrorCode ? -1 : b->port;
+		c->Host = c->ErrorCode ? KSTR("") : kstr_c(host);
+		c->Port = c->ErrorCode ? -1 : port;
 	}
 	return H_REPLY;
 }
