@@ -698,7 +698,9 @@ static void conn_read(struct conn *c)
 		if (n <= 0) {
 			bool mid = c->frame || c->rlen;
 
-			conn_close(c, n == 0 ? (mid ? "peer closed mid-frame" : NULL) : "read failed");
+			conn_close(c, n == 0             ? (mid ? "peer closed mid-frame" : NULL)
+				      : n == -ECONNRESET ? NULL
+							 : "read failed");
 			return;
 		}
 		conn_parse(c);
