@@ -41,6 +41,14 @@ static int tls_fail(char *err, size_t errlen, const char *what, const char *name
 	return -EINVAL;
 }
 
+/* Why a private key was refused: it does not match the certificate, or it could not be read. */
+static const char *tls_key_why(void)
+{
+	if (ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH)
+		return "the private key does not match the certificate in";
+	return "cannot read the private key (wrong ssl.key.password?) in";
+}
+
 static int tls_password_cb(char *buf, int size, int rwflag, void *user)
 {
 	const char *pw = user;
@@ -54,10 +62,33 @@ static int tls_password_cb(char *buf, int size, int rwflag, void *user)
 	return n;
 }
 
+/*
+ * A memory BIO holding inline PEM text; a literal backslash-n stands for a
+ * newline, so a PEM block fits on one line of server.properties.
+ */
+static BIO *tls_pem_bio(const char *pem)
+{
+	BIO *bio = BIO_new(BIO_s_mem());
+
+	for (const char *p = pem; bio && *p;) {
+		size_t n = strcspn(p, "\\");
+
+		BIO_write(bio, p, (int)n);
+		p += n;
+		if (p[0] == '\\' && p[1] == 'n') {
+			BIO_write(bio, "\n", 1);
+			p += 2;
+		} else if (*p) {
+			BIO_write(bio, p++, 1);
+		}
+	}
+	return bio;
+}
+
 /* The certificate chain and key given inline (ssl.keystore.certificate.chain, ssl.keystore.key). */
 static int tls_keystore_inline(SSL_CTX *sc, const struct tls_cfg *cfg, char *err, size_t errlen)
 {
-	BIO *bio = BIO_new_mem_buf(cfg->keystore_certificate_chain, -1);
+	BIO *bio = tls_pem_bio(cfg->keystore_certificate_chain);
 	X509 *x = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
 	EVP_PKEY *pk;
 	int rc = 0;
@@ -70,11 +101,10 @@ static int tls_keystore_inline(SSL_CTX *sc, const struct tls_cfg *cfg, char *err
 		SSL_CTX_add0_chain_cert(sc, ca);
 	ERR_clear_error(); /* the end of the PEM list */
 	BIO_free(bio);
-	bio = BIO_new_mem_buf(cfg->keystore_key, -1);
+	bio = tls_pem_bio(cfg->keystore_key);
 	pk = bio ? PEM_read_bio_PrivateKey(bio, NULL, tls_password_cb, (void *)cfg->key_password) : NULL;
 	if (!pk || SSL_CTX_use_PrivateKey(sc, pk) != 1)
-		rc = tls_fail(err, errlen, "ssl.keystore.key: cannot read the private key (wrong ssl.key.password?)",
-			      "(inline)");
+		rc = tls_fail(err, errlen, tls_key_why(), "ssl.keystore.key");
 	EVP_PKEY_free(pk);
 out:
 	X509_free(x);
@@ -97,10 +127,7 @@ static int tls_keystore(SSL_CTX *sc, const struct tls_cfg *cfg, char *err, size_
 			return tls_fail(err, errlen, "ssl.keystore.location: no PEM certificate chain in",
 					cfg->keystore_location);
 		if (SSL_CTX_use_PrivateKey_file(sc, cfg->keystore_location, SSL_FILETYPE_PEM) != 1)
-			return tls_fail(
-				err, errlen,
-				"ssl.keystore.location: cannot read the private key (wrong ssl.key.password?) in",
-				cfg->keystore_location);
+			return tls_fail(err, errlen, tls_key_why(), cfg->keystore_location);
 	} else if (tls_set(cfg->keystore_certificate_chain) && tls_set(cfg->keystore_key)) {
 		rc = tls_keystore_inline(sc, cfg, err, errlen);
 		if (rc)
@@ -119,7 +146,7 @@ static int tls_keystore(SSL_CTX *sc, const struct tls_cfg *cfg, char *err, size_
 /* Adds the inline CA certificates to the verify store and the client CA list. */
 static int tls_truststore_inline(SSL_CTX *sc, const char *pem, char *err, size_t errlen)
 {
-	BIO *bio = BIO_new_mem_buf(pem, -1);
+	BIO *bio = tls_pem_bio(pem);
 	X509_STORE *st = SSL_CTX_get_cert_store(sc);
 	int n = 0;
 
