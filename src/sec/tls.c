@@ -358,12 +358,16 @@ static ssize_t tls_read(void *t, void *buf, size_t len, bool *want_out)
 {
 	int r = SSL_read(t, buf, len > INT32_MAX ? INT32_MAX : (int)len);
 
+	*want_out = false;
+
 	return r > 0 ? r : tls_result(t, r, want_out);
 }
 
 static ssize_t tls_write(void *t, const void *buf, size_t len, bool *want_out)
 {
 	int r = SSL_write(t, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+
+	*want_out = false;
 
 	if (r > 0)
 		return r;
