@@ -312,6 +312,7 @@ static int tls_open(void *arg, int fd, void **t)
 		return -ENOMEM;
 	}
 	SSL_set_accept_state(ssl);
+	SSL_set_read_ahead(ssl, 1); /* whole socket reads, not a header then a body per record */
 	*t = ssl;
 	return 0;
 }
@@ -377,7 +378,7 @@ static ssize_t tls_write(void *t, const void *buf, size_t len, bool *want_out)
 
 static bool tls_pending(void *t)
 {
-	return SSL_pending(t) > 0;
+	return SSL_has_pending(t) == 1; /* decrypted or read ahead, not yet returned */
 }
 
 /* The subject DN of the verified client certificate (RFC 2253), malloc()ed; NULL without one. */
