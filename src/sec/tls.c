@@ -62,25 +62,52 @@ static int tls_password_cb(char *buf, int size, int rwflag, void *user)
 	return n;
 }
 
+/* Writes the base64 body from..to to bio in 64-character lines, skipping blanks and literal backslash-n. */
+static void tls_pem_body(BIO *bio, const char *from, const char *to)
+{
+	int col = 0;
+
+	for (const char *p = from; p < to; p++) {
+		if (p[0] == '\\' && p + 1 < to && p[1] == 'n') {
+			p++;
+			continue;
+		}
+		if (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+			continue;
+		BIO_write(bio, p, 1);
+		if (++col == 64) {
+			BIO_write(bio, "\n", 1);
+			col = 0;
+		}
+	}
+	if (col)
+		BIO_write(bio, "\n", 1);
+}
+
 /*
- * A memory BIO holding inline PEM text; a literal backslash-n stands for a
- * newline, so a PEM block fits on one line of server.properties.
+ * A memory BIO holding inline PEM blocks laid out as OpenSSL reads them.
+ * Inline values come on one line of server.properties: with literal
+ * backslash-n for newlines, or joined by trailing-backslash continuation
+ * lines (the newlines gone), or as written.  Each "-----BEGIN x-----" and
+ * "-----END x-----" marker gets a line of its own and the body is reflowed.
  */
 static BIO *tls_pem_bio(const char *pem)
 {
 	BIO *bio = BIO_new(BIO_s_mem());
+	const char *p = pem;
 
-	for (const char *p = pem; bio && *p;) {
-		size_t n = strcspn(p, "\\");
+	while (bio) {
+		const char *begin = strstr(p, "-----BEGIN "), *hdr_end, *end, *end_end;
 
-		BIO_write(bio, p, (int)n);
-		p += n;
-		if (p[0] == '\\' && p[1] == 'n') {
-			BIO_write(bio, "\n", 1);
-			p += 2;
-		} else if (*p) {
-			BIO_write(bio, p++, 1);
-		}
+		if (!begin || !(hdr_end = strstr(begin + 11, "-----")) || !(end = strstr(hdr_end + 5, "-----END ")) ||
+		    !(end_end = strstr(end + 9, "-----")))
+			break;
+		BIO_write(bio, begin, (int)(hdr_end + 5 - begin));
+		BIO_write(bio, "\n", 1);
+		tls_pem_body(bio, hdr_end + 5, end);
+		BIO_write(bio, end, (int)(end_end + 5 - end));
+		BIO_write(bio, "\n", 1);
+		p = end_end + 5;
 	}
 	return bio;
 }

@@ -1,7 +1,8 @@
 """TLS settings: ssl.client.auth=required refuses a client without a
 certificate and serves one with a certificate signed by the truststore's CA
 (its subject DN logged as the principal); the keystore and truststore given
-inline; a read_committed consumer sees one committed transaction over TLS;
+inline (on one line with literal \\n, and an encrypted key over continuation
+lines); a read_committed consumer sees one committed transaction over TLS;
 bad settings (missing file, key not matching the certificate, wrong
 ssl.key.password, unknown protocol, a SASL listener) stop the broker at
 start with exit status 2 and a message naming the problem."""
@@ -111,8 +112,16 @@ def test():
                           "ssl.enabled.protocols": "TLSv1.1"}, "TLSv1.1")
         start_fails(tmp, {"listeners": lis}, "needs ssl.keystore.location")
         start_fails(tmp, {"listeners": "SASL_SSL://127.0.0.1:%d" % free_port()}, "SASL")
-        # the right password works
-        with Broker(overrides={"listeners": lis, "ssl.keystore.location": enc, "ssl.key.password": "right"},
+        # the right password works: the encrypted key and its chain inline in server.properties,
+        # spread over continuation lines (trailing backslash) as Kafka's documentation writes them
+        def continued(path):
+            return "\\\n    ".join(open(path).read().strip().split("\n"))
+        enc_key = os.path.join(tmp, "enc.key")
+        subprocess.run(["openssl", "pkey", "-in", certs["server_key"], "-aes256", "-passout", "pass:right",
+                        "-out", enc_key], check=True, timeout=20)
+        with Broker(overrides={"listeners": lis, "ssl.key.password": "right"},
+                    props={"ssl.keystore.key": continued(enc_key),
+                           "ssl.keystore.certificate.chain": continued(certs["server_cert"])},
                     start=False) as b2:
             b2.port = int(lis.rsplit(":", 1)[1])
             b2.start()
