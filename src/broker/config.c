@@ -10,11 +10,13 @@
 #include "broker/config.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "broker/topic_config.h"
 #include "util/log.h"
@@ -345,12 +347,73 @@ static const struct conf_def defs[] = {
 
 _Static_assert(sizeof(defs) / sizeof(defs[0]) <= CONFIG_NKEYS_MAX, "raise CONFIG_NKEYS_MAX");
 
+static int config_other(void *obj, const char *key, const char *value, char *err, size_t errlen);
+
 static const struct conf_table table = {
 	.defs = defs,
 	.ndefs = sizeof(defs) / sizeof(defs[0]),
 	.set_offset = offsetof(struct broker_cfg, set),
 	.has_set = true,
+	.other = config_other,
 };
+
+#define LISTENER_PREFIX "listener.name."
+
+/* listener.name.<name>.ssl.<key>: kept when ssl.<key> is a setting; -ENOENT for any other key. */
+static int config_other(void *obj, const char *key, const char *value, char *err, size_t errlen)
+{
+	struct broker_cfg *cfg = obj;
+	const char *name = key + strlen(LISTENER_PREFIX), *dot = strchr(name, '.');
+	struct config_kv *kv;
+
+	if (strncmp(key, LISTENER_PREFIX, strlen(LISTENER_PREFIX)) || !dot || dot == name ||
+	    strncmp(dot + 1, "ssl.", 4) || conf_index(&table, dot + 1) < 0)
+		return -ENOENT;
+	for (int i = 0; i < cfg->nlistener_ssl; i++)
+		if (!strcasecmp(cfg->listener_ssl[i].key, key)) { /* a later line wins */
+			char *v = strdup(value);
+
+			if (!v)
+				return -ENOMEM;
+			free(cfg->listener_ssl[i].value);
+			cfg->listener_ssl[i].value = v;
+			return 0;
+		}
+	kv = realloc(cfg->listener_ssl, (size_t)(cfg->nlistener_ssl + 1) * sizeof(*kv));
+	if (!kv) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	cfg->listener_ssl = kv;
+	kv += cfg->nlistener_ssl;
+	kv->key = strdup(key);
+	kv->value = strdup(value);
+	if (!kv->key || !kv->value) {
+		free(kv->key);
+		free(kv->value);
+		return -ENOMEM;
+	}
+	for (char *c = kv->key + strlen(LISTENER_PREFIX); *c != '.'; c++)
+		*c = (char)tolower((unsigned char)*c);
+	cfg->nlistener_ssl++;
+	return 0;
+}
+
+const char *config_listener_ssl(const struct broker_cfg *cfg, const char *name, const char *key, const char *dflt)
+{
+	char want[256];
+	size_t n;
+
+	n = (size_t)snprintf(want, sizeof(want), LISTENER_PREFIX "%s.%s", name, key);
+	if (n >= sizeof(want))
+		return dflt;
+	for (size_t i = strlen(LISTENER_PREFIX); want[i] && want[i] != '.'; i++)
+		want[i] = (char)tolower((unsigned char)want[i]);
+	for (int i = cfg->nlistener_ssl - 1; i >= 0; i--)
+		if (!strcmp(cfg->listener_ssl[i].key, want))
+			return cfg->listener_ssl[i].value;
+	return dflt;
+}
 
 const struct conf_table *config_table(void)
 {
@@ -366,6 +429,13 @@ int config_init(struct broker_cfg *cfg)
 void config_release(struct broker_cfg *cfg)
 {
 	conf_release(&table, cfg);
+	for (int i = 0; i < cfg->nlistener_ssl; i++) {
+		free(cfg->listener_ssl[i].key);
+		free(cfg->listener_ssl[i].value);
+	}
+	free(cfg->listener_ssl);
+	cfg->listener_ssl = NULL;
+	cfg->nlistener_ssl = 0;
 }
 
 int config_load(struct broker_cfg *cfg, const char *path, char *err, size_t errlen)

@@ -287,18 +287,23 @@ static int server_tls(struct broker *b, struct listener *l)
 {
 	static const char *const auth[] = { "none", "requested", "required" };
 	const struct broker_cfg *cfg = &b->cfg;
+	const char *n = l->name;
+	int a = cfg->ssl_client_auth >= 0 && cfg->ssl_client_auth < 3 ? cfg->ssl_client_auth : 0;
 	struct tls_cfg tc = {
-		.keystore_type = cfg->ssl_keystore_type,
-		.keystore_location = cfg->ssl_keystore_location,
-		.key_password = cfg->ssl_key_password,
-		.keystore_certificate_chain = cfg->ssl_keystore_certificate_chain,
-		.keystore_key = cfg->ssl_keystore_key,
-		.truststore_type = cfg->ssl_truststore_type,
-		.truststore_location = cfg->ssl_truststore_location,
-		.truststore_certificates = cfg->ssl_truststore_certificates,
-		.client_auth = auth[cfg->ssl_client_auth >= 0 && cfg->ssl_client_auth < 3 ? cfg->ssl_client_auth : 0],
-		.enabled_protocols = cfg->ssl_enabled_protocols,
-		.cipher_suites = cfg->ssl_cipher_suites,
+		.keystore_type = config_listener_ssl(cfg, n, "ssl.keystore.type", cfg->ssl_keystore_type),
+		.keystore_location = config_listener_ssl(cfg, n, "ssl.keystore.location", cfg->ssl_keystore_location),
+		.key_password = config_listener_ssl(cfg, n, "ssl.key.password", cfg->ssl_key_password),
+		.keystore_certificate_chain = config_listener_ssl(cfg, n, "ssl.keystore.certificate.chain",
+								  cfg->ssl_keystore_certificate_chain),
+		.keystore_key = config_listener_ssl(cfg, n, "ssl.keystore.key", cfg->ssl_keystore_key),
+		.truststore_type = config_listener_ssl(cfg, n, "ssl.truststore.type", cfg->ssl_truststore_type),
+		.truststore_location =
+			config_listener_ssl(cfg, n, "ssl.truststore.location", cfg->ssl_truststore_location),
+		.truststore_certificates =
+			config_listener_ssl(cfg, n, "ssl.truststore.certificates", cfg->ssl_truststore_certificates),
+		.client_auth = config_listener_ssl(cfg, n, "ssl.client.auth", auth[a]),
+		.enabled_protocols = config_listener_ssl(cfg, n, "ssl.enabled.protocols", cfg->ssl_enabled_protocols),
+		.cipher_suites = config_listener_ssl(cfg, n, "ssl.cipher.suites", cfg->ssl_cipher_suites),
 	};
 	char err[512];
 

@@ -1,4 +1,5 @@
-"""TLS settings: ssl.client.auth=required refuses a client without a
+"""TLS settings: ssl.client.auth=required (set for one listener with
+listener.name.<name>.ssl.client.auth) refuses a client without a
 certificate and serves one with a certificate signed by the truststore's CA
 (its subject DN logged as the principal); the keystore and truststore given
 inline (on one line with literal \\n, and an encrypted key over continuation
@@ -78,7 +79,8 @@ def test():
             "ssl.keystore.certificate.chain": open(certs["server_cert"]).read().replace("\n", "\\n"),
             "ssl.keystore.key": open(certs["server_key"]).read().replace("\n", "\\n"),
             "ssl.truststore.certificates": open(certs["ca"]).read().replace("\n", "\\n"),
-            "ssl.client.auth": "required",
+            "ssl.client.auth": "none",
+            "listener.name.external.ssl.client.auth": "required",  # per-listener override wins
             "log.debug": "net",
             "num.partitions": "1",
             "transaction.state.log.replication.factor": "1",
@@ -112,6 +114,11 @@ def test():
                           "ssl.enabled.protocols": "TLSv1.1"}, "TLSv1.1")
         start_fails(tmp, {"listeners": lis}, "needs ssl.keystore.location")
         start_fails(tmp, {"listeners": "SASL_SSL://127.0.0.1:%d" % free_port()}, "SASL")
+        start_fails(tmp, {"listeners": lis, "ssl.keystore.location": certs["server"],
+                          "listener.name.ssl.ssl.nonsense": "1"}, "unknown setting")
+        start_fails(tmp, {"listeners": lis, "ssl.keystore.location": os.path.join(tmp, "nope.pem"),
+                          "listener.name.ssl.ssl.keystore.location": certs["server"],
+                          "listener.name.ssl.ssl.enabled.protocols": "TLSv1.0"}, "TLSv1.0")
         # the right password works: the encrypted key and its chain inline in server.properties,
         # spread over continuation lines (trailing backslash) as Kafka's documentation writes them
         def continued(path):
