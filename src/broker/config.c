@@ -312,7 +312,9 @@ static const struct conf_def defs[] = {
 	     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", false,
 	     "Listener name to security protocol, for listeners not named after one. PLAINTEXT and SSL are served; "
 	     "a listener mapped to SASL_PLAINTEXT or SASL_SSL stops the broker at start-up (SASL is not done yet)."),
-	STR("ssl.keystore.type", ssl_keystore_type, "PEM", false, "Format of the keystore; only `PEM` is read."),
+	STR("ssl.keystore.type", ssl_keystore_type, "PEM", false,
+	    "Format of the keystore; only `PEM` is read. Every `ssl.*` setting may also be given for one listener as "
+	    "`listener.name.<name>.ssl.*` (name in lower case), which wins there (docs/security.md)."),
 	STR("ssl.keystore.location", ssl_keystore_location, NULL, false,
 	    "PEM file holding the private key and the certificate chain (server certificate first) of SSL "
 	    "listeners (docs/security.md)."),
