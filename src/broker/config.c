@@ -365,11 +365,14 @@ static const struct conf_table table = {
 static int config_other(void *obj, const char *key, const char *value, char *err, size_t errlen)
 {
 	struct broker_cfg *cfg = obj;
-	const char *name = key + strlen(LISTENER_PREFIX), *dot = strchr(name, '.');
+	const char *name, *dot;
 	struct config_kv *kv;
 
-	if (strncmp(key, LISTENER_PREFIX, strlen(LISTENER_PREFIX)) || !dot || dot == name ||
-	    strncmp(dot + 1, "ssl.", 4) || conf_index(&table, dot + 1) < 0)
+	if (strncmp(key, LISTENER_PREFIX, strlen(LISTENER_PREFIX)))
+		return -ENOENT;
+	name = key + strlen(LISTENER_PREFIX);
+	dot = strchr(name, '.');
+	if (!dot || dot == name || strncmp(dot + 1, "ssl.", 4) || conf_index(&table, dot + 1) < 0)
 		return -ENOENT;
 	for (int i = 0; i < cfg->nlistener_ssl; i++)
 		if (!strcasecmp(cfg->listener_ssl[i].key, key)) { /* a later line wins */
