@@ -10,7 +10,7 @@ OPT     ?= -O2
 BUILD   ?= build
 CFLAGS  := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc -I$(BUILD)/gen
 DEPFLAGS := -MMD -MP
-LDLIBS  := -lisal -lsnappy -llz4 -lzstd -lzookeeper_mt -ljansson -lmicrohttpd -lpthread
+LDLIBS  := -lisal -lsnappy -llz4 -lzstd -lzookeeper_mt -ljansson -lmicrohttpd -lssl -lcrypto -lpthread
 
 ifeq ($(SANITIZE),1)
 BUILD   := build-san
@@ -23,7 +23,7 @@ GEN_H    := $(BUILD)/gen/proto_msgs.h
 GEN_C    := $(BUILD)/gen/proto_msgs.c
 SCHEMAS  := $(wildcard src/proto/schema/*.api)
 
-LIB_SRC  := $(filter-out src/broker/main.c,$(wildcard src/util/*.c src/proto/*.c src/net/*.c src/log/*.c src/cluster/*.c src/coord/*.c src/broker/*.c src/ops/*.c))
+LIB_SRC  := $(filter-out src/broker/main.c,$(wildcard src/util/*.c src/proto/*.c src/net/*.c src/sec/*.c src/log/*.c src/cluster/*.c src/coord/*.c src/broker/*.c src/ops/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/proto_msgs.o
 BROKER   := $(BUILD)/bin/gregor
 

@@ -7,7 +7,7 @@ python3-confluent-kafka python3-kafka libsqlite3-dev nodejs npm
 clang libclang-rt-14-dev
 python3-lz4 python3-snappy python3-xxhash e2fsprogs mount
 zookeeper libzookeeper-mt-dev libjansson-dev python3-kazoo
-libmicrohttpd-dev prometheus curl
+libmicrohttpd-dev libssl-dev openssl prometheus curl
 golang-go golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev
 golang-github-datadog-zstd-dev golang-github-davecgh-go-spew-dev
 golang-github-eapache-go-xerial-snappy-dev golang-github-golang-snappy-dev

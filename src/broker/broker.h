@@ -13,6 +13,8 @@
 #include "net/loop.h"
 
 struct registry;
+struct tls_ctx;
+struct conn;
 struct syncer;
 struct cleaner;
 struct creator;
@@ -23,6 +25,17 @@ struct fetch_session_cache;
 struct cluster;
 struct mcache;
 
+#define BROKER_LISTENERS_MAX 8
+
+/* One entry of listeners: its socket, name, advertised endpoint and TLS context. */
+struct listener {
+	struct loop_io io;
+	char name[64];       /* PLAINTEXT, SSL, INTERNAL, ... */
+	char host[256];      /* advertised host */
+	int32_t port;        /* advertised port */
+	struct tls_ctx *tls; /* SSL listeners; NULL: PLAINTEXT */
+};
+
 struct broker {
 	struct broker_cfg cfg;
 	struct loop *loop;
@@ -30,11 +43,12 @@ struct broker {
 	struct syncer *syncer;
 	struct cleaner *cleaner; /* NULL when log.cleaner.enable is false */
 	struct creator *creator; /* makes topics and partitions off the loop */
-	struct loop_io listen_io;
+	struct listener listeners[BROKER_LISTENERS_MAX];
+	int nlisteners;
 	struct loop_timer accept_pause; /* listener not polled until it fires (fd limit) */
 	bool accept_paused;             /* since the last successful accept */
-	char host[256];                 /* advertised host */
-	int32_t port;                   /* advertised port */
+	char host[256];                 /* advertised host of the first listener */
+	int32_t port;                   /* advertised port of the first listener */
 	char cluster_id[64];
 	int32_t node_id;
 	struct loop_timer housekeeping;
@@ -53,6 +67,9 @@ struct broker {
 	int argc;                /* the command line, for its --override values */
 	char **argv;
 };
+
+/* The advertised endpoint of the listener c came through (Metadata, FindCoordinator). */
+void broker_endpoint(const struct broker *b, const struct conn *c, const char **host, int32_t *port);
 
 /* Wakes parked fetches after appends; called at the end of each loop iteration. */
 void broker_after_events(void *arg);

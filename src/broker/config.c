@@ -10,11 +10,13 @@
 #include "broker/config.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "broker/topic_config.h"
 #include "util/log.h"
@@ -308,7 +310,33 @@ static const struct conf_def defs[] = {
 	     "registration and `/controller` go at once rather than after the session timeout."),
 	LIST("listener.security.protocol.map", listener_security_protocol_map,
 	     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", false,
-	     "Listener name to security protocol; Gregor serves PLAINTEXT only for now."),
+	     "Listener name to security protocol, for listeners not named after one. PLAINTEXT and SSL are served; "
+	     "a listener mapped to SASL_PLAINTEXT or SASL_SSL stops the broker at start-up (SASL is not done yet)."),
+	STR("ssl.keystore.type", ssl_keystore_type, "PEM", false,
+	    "Format of the keystore; only `PEM` is read. Every `ssl.*` setting may also be given for one listener as "
+	    "`listener.name.<name>.ssl.*` (name in lower case), which wins there (docs/security.md)."),
+	STR("ssl.keystore.location", ssl_keystore_location, NULL, false,
+	    "PEM file holding the private key and the certificate chain (server certificate first) of SSL "
+	    "listeners (docs/security.md)."),
+	STR("ssl.key.password", ssl_key_password, NULL, false,
+	    "Password of an encrypted private key (in `ssl.keystore.location` or `ssl.keystore.key`)."),
+	STR("ssl.keystore.certificate.chain", ssl_keystore_certificate_chain, NULL, false,
+	    "The certificate chain in PEM given inline, with `ssl.keystore.key`, instead of `ssl.keystore.location`."),
+	STR("ssl.keystore.key", ssl_keystore_key, NULL, false,
+	    "The private key in PEM given inline, with `ssl.keystore.certificate.chain`."),
+	STR("ssl.truststore.type", ssl_truststore_type, "PEM", false, "Format of the truststore; only `PEM` is read."),
+	STR("ssl.truststore.location", ssl_truststore_location, NULL, false,
+	    "PEM file of the CA certificates client certificates are verified against."),
+	STR("ssl.truststore.certificates", ssl_truststore_certificates, NULL, false,
+	    "The CA certificates in PEM given inline, instead of `ssl.truststore.location`."),
+	ENUM("ssl.client.auth", ssl_client_auth, "none|requested|required", "none", false,
+	     "Client certificates on SSL listeners: `none` asks for none, `requested` verifies one if the client "
+	     "sends it, `required` refuses a client without a valid one. A verified certificate's subject DN is the "
+	     "connection's principal."),
+	LIST("ssl.enabled.protocols", ssl_enabled_protocols, "TLSv1.2,TLSv1.3", false,
+	     "TLS versions accepted on SSL listeners (`TLSv1.2`, `TLSv1.3`)."),
+	LIST("ssl.cipher.suites", ssl_cipher_suites, "", false,
+	     "Cipher suites: `TLS_*` names for TLSv1.3, OpenSSL cipher names for TLSv1.2; empty: OpenSSL's defaults."),
 	STR("security.inter.broker.protocol", security_inter_broker_protocol, "PLAINTEXT", false, NOEFFECT),
 	I32("share.coordinator.state.topic.replication.factor", share_coordinator_state_topic_replication_factor, 1,
 	    32767, "1", false, NOEFFECT),
@@ -321,12 +349,76 @@ static const struct conf_def defs[] = {
 
 _Static_assert(sizeof(defs) / sizeof(defs[0]) <= CONFIG_NKEYS_MAX, "raise CONFIG_NKEYS_MAX");
 
+static int config_other(void *obj, const char *key, const char *value, char *err, size_t errlen);
+
 static const struct conf_table table = {
 	.defs = defs,
 	.ndefs = sizeof(defs) / sizeof(defs[0]),
 	.set_offset = offsetof(struct broker_cfg, set),
 	.has_set = true,
+	.other = config_other,
 };
+
+#define LISTENER_PREFIX "listener.name."
+
+/* listener.name.<name>.ssl.<key>: kept when ssl.<key> is a setting; -ENOENT for any other key. */
+static int config_other(void *obj, const char *key, const char *value, char *err, size_t errlen)
+{
+	struct broker_cfg *cfg = obj;
+	const char *name, *dot;
+	struct config_kv *kv;
+
+	if (strncmp(key, LISTENER_PREFIX, strlen(LISTENER_PREFIX)))
+		return -ENOENT;
+	name = key + strlen(LISTENER_PREFIX);
+	dot = strchr(name, '.');
+	if (!dot || dot == name || strncmp(dot + 1, "ssl.", 4) || conf_index(&table, dot + 1) < 0)
+		return -ENOENT;
+	for (int i = 0; i < cfg->nlistener_ssl; i++)
+		if (!strcasecmp(cfg->listener_ssl[i].key, key)) { /* a later line wins */
+			char *v = strdup(value);
+
+			if (!v)
+				return -ENOMEM;
+			free(cfg->listener_ssl[i].value);
+			cfg->listener_ssl[i].value = v;
+			return 0;
+		}
+	kv = realloc(cfg->listener_ssl, (size_t)(cfg->nlistener_ssl + 1) * sizeof(*kv));
+	if (!kv) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	cfg->listener_ssl = kv;
+	kv += cfg->nlistener_ssl;
+	kv->key = strdup(key);
+	kv->value = strdup(value);
+	if (!kv->key || !kv->value) {
+		free(kv->key);
+		free(kv->value);
+		return -ENOMEM;
+	}
+	for (char *c = kv->key + strlen(LISTENER_PREFIX); *c != '.'; c++)
+		*c = (char)tolower((unsigned char)*c);
+	cfg->nlistener_ssl++;
+	return 0;
+}
+
+const char *config_listener_ssl(const struct broker_cfg *cfg, const char *name, const char *key, const char *dflt)
+{
+	char want[256];
+	size_t n;
+
+	n = (size_t)snprintf(want, sizeof(want), LISTENER_PREFIX "%s.%s", name, key);
+	if (n >= sizeof(want))
+		return dflt;
+	for (size_t i = strlen(LISTENER_PREFIX); want[i] && want[i] != '.'; i++)
+		want[i] = (char)tolower((unsigned char)want[i]);
+	for (int i = cfg->nlistener_ssl - 1; i >= 0; i--)
+		if (!strcmp(cfg->listener_ssl[i].key, want))
+			return cfg->listener_ssl[i].value;
+	return dflt;
+}
 
 const struct conf_table *config_table(void)
 {
@@ -342,6 +434,13 @@ int config_init(struct broker_cfg *cfg)
 void config_release(struct broker_cfg *cfg)
 {
 	conf_release(&table, cfg);
+	for (int i = 0; i < cfg->nlistener_ssl; i++) {
+		free(cfg->listener_ssl[i].key);
+		free(cfg->listener_ssl[i].value);
+	}
+	free(cfg->listener_ssl);
+	cfg->listener_ssl = NULL;
+	cfg->nlistener_ssl = 0;
 }
 
 int config_load(struct broker_cfg *cfg, const char *path, char *err, size_t errlen)

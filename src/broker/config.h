@@ -195,6 +195,23 @@ struct broker_cfg {
 	char *inter_broker_listener_name;
 	bool controlled_shutdown_enable;
 	char *listener_security_protocol_map;
+	/* TLS on SSL listeners (sec/tls.h) */
+	char *ssl_keystore_type;
+	char *ssl_keystore_location;
+	char *ssl_key_password;
+	char *ssl_keystore_certificate_chain;
+	char *ssl_keystore_key;
+	char *ssl_truststore_type;
+	char *ssl_truststore_location;
+	char *ssl_truststore_certificates;
+	int ssl_client_auth; /* 0 none, 1 requested, 2 required */
+	char *ssl_enabled_protocols;
+	char *ssl_cipher_suites;
+	/* listener.name.<name>.ssl.* overrides, in the order read (config_listener_ssl()) */
+	struct config_kv {
+		char *key, *value;
+	} * listener_ssl;
+	int nlistener_ssl;
 	char *security_inter_broker_protocol;
 	int32_t share_coordinator_state_topic_replication_factor;
 	int32_t share_coordinator_state_topic_min_isr;
@@ -242,6 +259,13 @@ int64_t config_retention_ms(const struct broker_cfg *cfg);
 int64_t config_roll_ms(const struct broker_cfg *cfg);
 /* log.roll.jitter.ms, else log.roll.jitter.hours. */
 int64_t config_roll_jitter_ms(const struct broker_cfg *cfg);
+/*
+ * The value of ssl.<key> for listener name: listener.name.<name>.ssl.<key>
+ * (name in lower case, as Kafka writes it) if set, else the broker-wide
+ * ssl.<key> value given as dflt.  Borrowed from cfg.
+ */
+const char *config_listener_ssl(const struct broker_cfg *cfg, const char *name, const char *key, const char *dflt);
+
 /* advertised.listeners if given and non-empty, else listeners. */
 const char *config_advertised_listeners(const struct broker_cfg *cfg);
 

@@ -227,9 +227,18 @@ static int16_t h_group_find(struct req *rq, struct kstr key, int8_t key_type, in
 	}
 	if (!cb)
 		err = h_group_find_one(rq, key, key_type);
+	if (!cb) { /* this broker: the endpoint of the listener the client came through */
+		const char *self_host;
+		int32_t self_port;
+
+		broker_endpoint(rq->b, rq->c, &self_host, &self_port);
+		*host = err ? KSTR("") : kstr_c(self_host);
+		*port = err ? -1 : self_port;
+	} else {
+		*host = kstr_c(cb->host);
+		*port = cb->port;
+	}
 	*node = err ? -1 : cb ? cb->id : rq->b->node_id;
-	*host = err ? KSTR("") : kstr_c(cb ? cb->host : rq->b->host);
-	*port = err ? -1 : cb ? cb->port : rq->b->port;
 	return err;
 }
 

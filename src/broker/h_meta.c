@@ -319,11 +319,14 @@ static void metadata_brokers(struct req *rq, struct MetadataResponse *resp)
 	const struct cluster_broker *cb = NULL;
 	int n = b->cluster ? cluster_brokers(b->cluster, &cb) : 0;
 	bool self_listed = false;
+	const char *host;
+	int32_t port;
 
 	resp->ClusterId = kstr_c(b->cluster && *cluster_id(b->cluster) ? cluster_id(b->cluster) : b->cluster_id);
 	resp->ControllerId = b->cluster ? cluster_controller_id(b->cluster) : b->node_id;
 	for (int i = 0; i < n; i++)
 		self_listed |= cb[i].id == b->node_id;
+	broker_endpoint(b, rq->c, &host, &port); /* this broker: the listener the client came through */
 	/* this broker leads every partition it lists: it is always among the brokers */
 	resp->Brokers.n = n + !self_listed;
 	resp->Brokers.v = req_alloc(rq, (size_t)resp->Brokers.n, sizeof(*resp->Brokers.v));
@@ -332,8 +335,8 @@ static void metadata_brokers(struct req *rq, struct MetadataResponse *resp)
 
 		MetadataResponseBroker_init(mb);
 		mb->NodeId = i < n ? cb[i].id : b->node_id;
-		mb->Host = kstr_c(i < n ? cb[i].host : b->host);
-		mb->Port = i < n ? cb[i].port : b->port;
+		mb->Host = kstr_c(i < n && cb[i].id != b->node_id ? cb[i].host : host);
+		mb->Port = i < n && cb[i].id != b->node_id ? cb[i].port : port;
 		if (i < n && cb[i].has_rack)
 			mb->Rack = kstr_c(cb[i].rack);
 	}

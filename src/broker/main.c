@@ -39,7 +39,7 @@ int main(int argc, char **argv)
 	if (http_start(b.cfg.metrics_listener, &http) < 0 || server_start(&b) < 0) {
 		log_error("start-up failed");
 		http_stop(http);
-		return 1;
+		return b.exit_code ? b.exit_code : 1;
 	}
 	server_run(&b);
 	server_stop(&b);

@@ -36,6 +36,7 @@
 #include "cluster/mcache.h"
 #include "log/partition.h"
 #include "log/segment.h"
+#include "sec/tls.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -68,6 +69,40 @@ static int parse_listener(const char *spec, char *host, size_t hostlen, int32_t 
 	}
 	*port = atoi(colon + 1);
 	return *port >= 0 && *port <= 65535 ? 0 : -EINVAL;
+}
+
+/* Copies the NAME of a "NAME://host:port" item (PLAINTEXT when it has none); returns 0 or -EINVAL. */
+static int listener_name_of(const char *item, char *name, size_t namelen)
+{
+	const char *sep = strstr(item, "://");
+	size_t n = sep && (size_t)(sep - item) < strcspn(item, ",") ? (size_t)(sep - item) : 0;
+
+	if (n >= namelen)
+		return -EINVAL;
+	snprintf(name, namelen, "%.*s", (int)n, n ? item : "PLAINTEXT");
+	return 0;
+}
+
+/*
+ * The security protocol of listener name: its entry in
+ * listener.security.protocol.map, else the name itself.  Returns "" when
+ * unknown (copied into proto).
+ */
+static void listener_protocol(const struct broker *b, const char *name, char *proto, size_t protolen)
+{
+	const char *map = b->cfg.listener_security_protocol_map ? b->cfg.listener_security_protocol_map : "";
+	size_t len = strlen(name);
+
+	snprintf(proto, protolen, "%s", name);
+	for (const char *p = map; *p;) {
+		size_t n = strcspn(p, ",");
+
+		if (n > len && p[len] == ':' && !strncasecmp(p, name, len)) {
+			snprintf(proto, protolen, "%.*s", (int)(n - len - 1), p + len + 1);
+			return;
+		}
+		p += n + (p[n] == ',');
+	}
 }
 
 /*
@@ -146,7 +181,8 @@ static void server_accept_pause(struct broker *b, int err)
 		log_warn("cannot accept connections: %s; retrying every %d ms until descriptors free up", strerror(err),
 			 ACCEPT_PAUSE_MS);
 	b->accept_paused = true;
-	loop_mod(b->loop, &b->listen_io, 0);
+	for (int i = 0; i < b->nlisteners; i++)
+		loop_mod(b->loop, &b->listeners[i].io, 0);
 	loop_timer_set(b->loop, &b->accept_pause, clock_mono_ms() + ACCEPT_PAUSE_MS);
 }
 
@@ -154,13 +190,18 @@ static void server_accept_resume(struct loop_timer *t)
 {
 	struct broker *b = (struct broker *)((char *)t - offsetof(struct broker, accept_pause));
 
-	loop_mod(b->loop, &b->listen_io, EPOLLIN);
+	for (int i = 0; i < b->nlisteners; i++)
+		loop_mod(b->loop, &b->listeners[i].io, EPOLLIN);
 }
 
 static void server_accept(struct loop_io *io, uint32_t events)
 {
-	struct broker *b = (struct broker *)((char *)io - offsetof(struct broker, listen_io));
+	struct broker *b = api_broker;
+	struct listener *l = (struct listener *)io;
 	struct conn_cfg cc = {
+		.xport = l->tls ? &tls_xport : NULL,
+		.xport_arg = l->tls,
+		.listener = (int)(l - b->listeners),
 		.frame_bytes_max = b->cfg.socket_request_max_bytes,
 		.out_bytes_max = 64 << 20,
 		.slots_max = b->cfg.queued_max_requests,
@@ -208,21 +249,17 @@ static void server_accept(struct loop_io *io, uint32_t events)
 	}
 }
 
-static int server_listen(struct broker *b)
+/* Binds and listens on host:port; returns the socket or -errno (logged), *port set to the bound port. */
+static int server_bind(const struct broker *b, const char *host, int32_t *port)
 {
-	char host[256], portstr[16];
-	int32_t port;
+	char portstr[16];
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
 	struct addrinfo *ai;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	int fd, one = 1, err;
 
-	if (parse_listener(b->cfg.listeners, host, sizeof(host), &port) < 0) {
-		log_error("listeners: cannot parse '%s' (expected PLAINTEXT://host:port)", b->cfg.listeners);
-		return -EINVAL;
-	}
-	snprintf(portstr, sizeof(portstr), "%d", port);
+	snprintf(portstr, sizeof(portstr), "%d", *port);
 	err = getaddrinfo(host[0] ? host : NULL, portstr, &hints, &ai);
 	if (err) {
 		log_error("listeners: cannot resolve '%s': %s", host, gai_strerror(err));
@@ -233,7 +270,7 @@ static int server_listen(struct broker *b)
 	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
 	    listen(fd, b->cfg.socket_listen_backlog_size > 0 ? b->cfg.socket_listen_backlog_size : 511) < 0) {
 		err = -errno;
-		log_error("cannot listen on %s:%d: %s", host, port, strerror(errno));
+		log_error("cannot listen on %s:%d: %s", host, *port, strerror(errno));
 		freeaddrinfo(ai);
 		if (fd >= 0)
 			close(fd);
@@ -241,28 +278,152 @@ static int server_listen(struct broker *b)
 	}
 	freeaddrinfo(ai);
 	getsockname(fd, (struct sockaddr *)&ss, &sl);
-	port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-					      : ((struct sockaddr_in *)&ss)->sin_port);
-	b->listen_io.fd = fd;
-	b->listen_io.fn = server_accept;
-	/* advertised address: advertised.listeners, else the listener itself */
-	if (b->cfg.advertised_listeners && b->cfg.advertised_listeners[0]) {
+	*port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					       : ((struct sockaddr_in *)&ss)->sin_port);
+	return fd;
+}
+
+/* The TLS context of an SSL listener from the ssl.* settings; -EINVAL (logged) when they are bad. */
+static int server_tls(struct broker *b, struct listener *l)
+{
+	static const char *const auth[] = { "none", "requested", "required" };
+	const struct broker_cfg *cfg = &b->cfg;
+	const char *n = l->name;
+	int a = cfg->ssl_client_auth >= 0 && cfg->ssl_client_auth < 3 ? cfg->ssl_client_auth : 0;
+	struct tls_cfg tc = {
+		.keystore_type = config_listener_ssl(cfg, n, "ssl.keystore.type", cfg->ssl_keystore_type),
+		.keystore_location = config_listener_ssl(cfg, n, "ssl.keystore.location", cfg->ssl_keystore_location),
+		.key_password = config_listener_ssl(cfg, n, "ssl.key.password", cfg->ssl_key_password),
+		.keystore_certificate_chain = config_listener_ssl(cfg, n, "ssl.keystore.certificate.chain",
+								  cfg->ssl_keystore_certificate_chain),
+		.keystore_key = config_listener_ssl(cfg, n, "ssl.keystore.key", cfg->ssl_keystore_key),
+		.truststore_type = config_listener_ssl(cfg, n, "ssl.truststore.type", cfg->ssl_truststore_type),
+		.truststore_location =
+			config_listener_ssl(cfg, n, "ssl.truststore.location", cfg->ssl_truststore_location),
+		.truststore_certificates =
+			config_listener_ssl(cfg, n, "ssl.truststore.certificates", cfg->ssl_truststore_certificates),
+		.client_auth = config_listener_ssl(cfg, n, "ssl.client.auth", auth[a]),
+		.enabled_protocols = config_listener_ssl(cfg, n, "ssl.enabled.protocols", cfg->ssl_enabled_protocols),
+		.cipher_suites = config_listener_ssl(cfg, n, "ssl.cipher.suites", cfg->ssl_cipher_suites),
+	};
+	char err[512];
+
+	if (tls_ctx_new(&tc, &l->tls, err, sizeof(err))) {
+		log_error("listener %s: %s", l->name, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The advertised endpoint of l: its entry in advertised.listeners (by
+ * name; an entry without a name is the first listener's), else its own
+ * address.  Port 0 there means the bound port.
+ */
+static int server_advertise(struct broker *b, struct listener *l, const char *host, int32_t port)
+{
+	const char *adv = b->cfg.advertised_listeners;
+
+	snprintf(l->host, sizeof(l->host), "%s", host);
+	l->port = port;
+	for (const char *p = adv ? adv : ""; *p;) {
+		size_t n = strcspn(p, ",");
+		char name[64];
 		int32_t aport;
 
-		if (parse_listener(b->cfg.advertised_listeners, b->host, sizeof(b->host), &aport) < 0) {
-			log_error("advertised.listeners: cannot parse '%s'", b->cfg.advertised_listeners);
-			close(fd);
+		if (!listener_name_of(p, name, sizeof(name)) && !strcmp(name, l->name)) {
+			if (parse_listener(p, l->host, sizeof(l->host), &aport) < 0) {
+				log_error("advertised.listeners: cannot parse '%.*s'", (int)n, p);
+				return -EINVAL;
+			}
+			l->port = aport ? aport : port;
+			return 0;
+		}
+		p += n + (p[n] == ',');
+	}
+	if (!host[0] || !strcmp(host, "0.0.0.0") || !strcmp(host, "::"))
+		gethostname(l->host, sizeof(l->host));
+	return 0;
+}
+
+/* Opens one entry of listeners. */
+static int server_listen_one(struct broker *b, const char *item)
+{
+	struct listener *l = &b->listeners[b->nlisteners];
+	char host[256], proto[32];
+	int32_t port;
+	int fd, err;
+
+	if (listener_name_of(item, l->name, sizeof(l->name)) || parse_listener(item, host, sizeof(host), &port) < 0) {
+		log_error("listeners: cannot parse '%.*s' (expected NAME://host:port)", (int)strcspn(item, ","), item);
+		return -EINVAL;
+	}
+	for (int i = 0; i < b->nlisteners; i++)
+		if (!strcmp(b->listeners[i].name, l->name)) {
+			log_error("listeners: the name %s is used twice", l->name);
 			return -EINVAL;
 		}
-		b->port = aport ? aport : port;
-	} else {
-		snprintf(b->host, sizeof(b->host), "%s", host);
-		if (!host[0] || !strcmp(host, "0.0.0.0") || !strcmp(host, "::"))
-			gethostname(b->host, sizeof(b->host));
-		b->port = port;
+	listener_protocol(b, l->name, proto, sizeof(proto));
+	if (!strcmp(proto, "SASL_PLAINTEXT") || !strcmp(proto, "SASL_SSL")) {
+		log_error("listener %s: security protocol %s is not supported yet (SASL); use PLAINTEXT or SSL",
+			  l->name, proto);
+		return -EINVAL;
 	}
-	log_info("listening on %s:%d (advertised as %s:%d)", host[0] ? host : "0.0.0.0", port, b->host, b->port);
-	return loop_add(b->loop, &b->listen_io, EPOLLIN);
+	if (strcmp(proto, "PLAINTEXT") && strcmp(proto, "SSL")) {
+		log_error("listener %s: no security protocol (PLAINTEXT, SSL) for it in listener.security.protocol.map",
+			  l->name);
+		return -EINVAL;
+	}
+	if (!strcmp(proto, "SSL") && server_tls(b, l))
+		return -EINVAL;
+	fd = server_bind(b, host, &port);
+	if (fd < 0)
+		return fd;
+	l->io.fd = fd;
+	l->io.fn = server_accept;
+	b->nlisteners++;
+	err = server_advertise(b, l, host, port);
+	if (!err)
+		err = loop_add(b->loop, &l->io, EPOLLIN);
+	log_info("listening on %s:%d as %s (%s, advertised as %s:%d)", host[0] ? host : "0.0.0.0", port, l->name, proto,
+		 l->host, l->port);
+	return err;
+}
+
+/* Opens every entry of listeners; the first one's advertised endpoint is the broker's (cluster, groups). */
+static int server_listen(struct broker *b)
+{
+	const char *p = b->cfg.listeners ? b->cfg.listeners : "";
+	int err = 0;
+
+	while (*p == ' ')
+		p++;
+	if (!*p) {
+		log_error("listeners is empty");
+		return -EINVAL;
+	}
+	for (; *p && !err; p += strcspn(p, ","), p += *p == ',') {
+		if (b->nlisteners == BROKER_LISTENERS_MAX) {
+			log_error("listeners: more than %d", BROKER_LISTENERS_MAX);
+			return -EINVAL;
+		}
+		err = server_listen_one(b, p);
+	}
+	if (!err) {
+		snprintf(b->host, sizeof(b->host), "%s", b->listeners[0].host);
+		b->port = b->listeners[0].port;
+	}
+	return err;
+}
+
+void broker_endpoint(const struct broker *b, const struct conn *c, const char **host, int32_t *port)
+{
+	int i = c ? conn_listener(c) : 0;
+
+	if (i < 0 || i >= b->nlisteners)
+		i = 0;
+	*host = b->listeners[i].host;
+	*port = b->listeners[i].port;
 }
 
 /*
@@ -468,9 +629,6 @@ static void server_on_cluster_fatal(void *arg, int code)
  */
 static int server_cluster_start(struct broker *b)
 {
-	const char *spec = b->cfg.listeners, *sep = strstr(spec, "://");
-	size_t n = sep && (size_t)(sep - spec) < strcspn(spec, ",") ? (size_t)(sep - spec) : 0;
-	bool v6 = strchr(b->host, ':') != NULL;
 	struct cluster_cfg cc = {
 		.zookeeper_connect = b->cfg.zookeeper_connect,
 		.session_timeout_ms = b->cfg.zookeeper_session_timeout_ms,
@@ -483,16 +641,26 @@ static int server_cluster_start(struct broker *b)
 		.on_fatal = server_on_cluster_fatal,
 		.fatal_arg = b,
 	};
+	size_t at = 0;
 
 	if (!b->cfg.zookeeper_connect)
 		return 0;
-	if (!b->host[0]) /* advertised.listeners with an empty host: the other brokers need a name */
-		gethostname(b->host, sizeof(b->host));
-	snprintf(b->listener_name, sizeof(b->listener_name), "%.*s", (int)n, spec);
-	if (!n)
-		snprintf(b->listener_name, sizeof(b->listener_name), "PLAINTEXT");
-	snprintf(b->cluster_endpoint, sizeof(b->cluster_endpoint), "%s://%s%s%s:%d", b->listener_name, v6 ? "[" : "",
-		 b->host, v6 ? "]" : "", b->port);
+	snprintf(b->listener_name, sizeof(b->listener_name), "%s", b->listeners[0].name);
+	for (int i = 0; i < b->nlisteners; i++) {
+		struct listener *l = &b->listeners[i];
+		bool v6;
+
+		if (!l->host[0]) /* advertised.listeners with an empty host: the other brokers need a name */
+			gethostname(l->host, sizeof(l->host));
+		v6 = strchr(l->host, ':') != NULL;
+		at += (size_t)snprintf(b->cluster_endpoint + at, sizeof(b->cluster_endpoint) - at, "%s%s://%s%s%s:%d",
+				       i ? "," : "", l->name, v6 ? "[" : "", l->host, v6 ? "]" : "", l->port);
+		if (at >= sizeof(b->cluster_endpoint)) {
+			log_error("listeners: the advertised endpoints are too long to register");
+			return -EINVAL;
+		}
+	}
+	snprintf(b->host, sizeof(b->host), "%s", b->listeners[0].host);
 	if (!(b->mcache = malloc(sizeof(*b->mcache))))
 		return -ENOMEM;
 	mcache_init(b->mcache);
@@ -528,8 +696,8 @@ int server_start(struct broker *b)
 		err = cleaner_start(b, &b->cleaner);
 	if (!err)
 		err = fetch_sessions_start(b);
-	if (!err)
-		err = server_listen(b);
+	if (!err && (err = server_listen(b)) == -EINVAL)
+		b->exit_code = 2; /* bad listeners or ssl.* settings (logged) */
 	if (!err)
 		err = server_cluster_start(b);
 	if (err)
@@ -582,7 +750,10 @@ void server_stop(struct broker *b)
 		free(b->mcache);
 		b->mcache = NULL;
 	}
-	close(b->listen_io.fd);
+	for (int i = 0; i < b->nlisteners; i++) {
+		close(b->listeners[i].io.fd);
+		tls_ctx_free(b->listeners[i].tls);
+	}
 	conn_close_all();
 	fetch_wake(b);            /* parked fetches see their connection closed */
 	cleaner_stop(b->cleaner); /* a pass in progress is cancelled */

@@ -41,6 +41,8 @@
  */
 #define CONN_READS_PER_EVENT 4
 #define CONN_IOV_MAX 64
+/* A transport's copy of record bytes on their way out: pread into it, then write (TLS records are 16 KiB). */
+#define CONN_FBUF_BYTES (64 * 1024)
 
 enum slot_state { SLOT_PENDING, SLOT_READY, SLOT_NONE };
 
@@ -75,6 +77,13 @@ struct conn {
 	bool waiting;
 	int32_t want_len;  /* a large frame waiting for queued.max.request.bytes room */
 	int64_t active_ms; /* clock_mono_ms() of the last I/O or finished request */
+	void *xt;          /* cfg.xport's state (TLS), NULL on a plain socket */
+	bool handshaking;  /* xt's handshake not finished: no frames yet */
+	bool want_out;     /* xt's last call waits for the socket to be writable */
+	bool on_pending;   /* on conn_pending (holds a reference) */
+	struct conn *pend_next;
+	uint8_t *fbuf;   /* CONN_FBUF_BYTES, for file slices through xt */
+	char *principal; /* xt's peer identity, NULL if none */
 };
 
 static struct conn *conn_reap_list;
@@ -83,6 +92,8 @@ static uint64_t conn_next_id = 1;
 static int64_t conn_queued_bytes;    /* request frames being read or processed */
 static int64_t conn_queued_max = -1; /* queued.max.request.bytes, -1 = none */
 static struct conn *conn_waiting;    /* stopped reading because of the limit */
+static struct conn *conn_pending;    /* xt holds bytes read from the socket: epoll will not say so */
+static struct conn *conn_pending_tail;
 
 void conn_set_queued_max(int64_t bytes)
 {
@@ -154,6 +165,12 @@ int conn_new(struct loop *loop, int fd, const struct conn_cfg *cfg, struct conn 
 	c->id = conn_next_id++;
 	c->active_ms = clock_mono_ms();
 	conn_peer_name(c);
+	if (cfg->xport) {
+		err = cfg->xport->open(cfg->xport_arg, fd, &c->xt);
+		if (err)
+			goto out_free;
+		c->handshaking = true;
+	}
 	err = loop_add(loop, &c->io, EPOLLIN);
 	if (err)
 		goto out_free;
@@ -164,6 +181,8 @@ int conn_new(struct loop *loop, int fd, const struct conn_cfg *cfg, struct conn 
 	*out = c;
 	return 0;
 out_free:
+	if (c->xt)
+		cfg->xport->close(c->xt);
 	close(fd);
 	free(c->rbuf);
 	free(c);
@@ -190,6 +209,8 @@ static void conn_free(struct conn *c)
 		conn_queued_bytes -= c->frame_len;
 	free(c->frame);
 	free(c->rbuf);
+	free(c->fbuf);
+	free(c->principal);
 	free(c);
 }
 
@@ -206,6 +227,14 @@ void conn_close_all(void)
 {
 	while (conn_live)
 		conn_close(conn_live, NULL);
+	while (conn_pending) { /* and the pending readers' */
+		struct conn *c = conn_pending;
+
+		conn_pending = c->pend_next;
+		c->on_pending = false;
+		conn_put(c);
+	}
+	conn_pending_tail = NULL;
 	while (conn_waiting) { /* drop the waiters' references */
 		struct conn *c = conn_waiting;
 
@@ -231,10 +260,28 @@ int conn_close_idle(int64_t now_ms)
 	return n;
 }
 
+/* Reads what transports hold already (epoll does not report it). */
+static void conn_read_pending(void)
+{
+	struct conn *list = conn_pending;
+
+	conn_pending = conn_pending_tail = NULL;
+	while (list) {
+		struct conn *c = list;
+
+		list = c->pend_next;
+		c->on_pending = false;
+		if (!c->closed)
+			c->io.fn(&c->io, EPOLLIN);
+		conn_put(c);
+	}
+}
+
 void conn_resume(void)
 {
 	struct conn *list;
 
+	conn_read_pending();
 	if (!conn_waiting || conn_global_full())
 		return;
 	list = conn_waiting;
@@ -282,6 +329,14 @@ uint64_t conn_id(const struct conn *c)
 {
 	return c->id;
 }
+int conn_listener(const struct conn *c)
+{
+	return c->cfg.listener;
+}
+const char *conn_principal(const struct conn *c)
+{
+	return c->principal;
+}
 
 void conn_close(struct conn *c, const char *why)
 {
@@ -297,6 +352,9 @@ void conn_close(struct conn *c, const char *why)
 	if (c->live_next)
 		c->live_next->live_prev = c->live_prev;
 	loop_del(c->loop, &c->io);
+	if (c->xt)
+		c->cfg.xport->close(c->xt);
+	c->xt = NULL;
 	close(c->io.fd);
 	c->io.fd = -1;
 	if (c->cfg.on_closed)
@@ -365,6 +423,39 @@ static size_t iov_total(const struct iovec *iov, int n)
 	return t;
 }
 
+/* Writes iov through the transport until it takes less; bytes written or -errno (-EAGAIN: none). */
+static ssize_t conn_xport_writev(struct conn *c, const struct iovec *iov, int n)
+{
+	ssize_t done = 0;
+
+	for (int i = 0; i < n; i++) {
+		ssize_t w = c->cfg.xport->write(c->xt, iov[i].iov_base, iov[i].iov_len, &c->want_out);
+
+		if (w < 0)
+			return done ? done : w;
+		done += w;
+		if ((size_t)w < iov[i].iov_len)
+			break;
+	}
+	return done;
+}
+
+/* A file slice through the transport: pread into fbuf, write what it takes. */
+static ssize_t conn_xport_file(struct conn *c, struct conn_slot *s)
+{
+	ssize_t n, w;
+
+	if (!c->fbuf && !(c->fbuf = malloc(CONN_FBUF_BYTES)))
+		return -ENOMEM;
+	n = send_file_copy(&s->w, &s->pos, c->fbuf, CONN_FBUF_BYTES);
+	if (n <= 0)
+		return n ? n : -EIO;
+	w = c->cfg.xport->write(c->xt, c->fbuf, (size_t)n, &c->want_out);
+	if (w > 0)
+		send_file_advance(&s->w, &s->pos, (size_t)w);
+	return w;
+}
+
 /* Gathers the memory runs of READY responses from the head into one writev. */
 static int conn_write_mem(struct conn *c)
 {
@@ -387,7 +478,9 @@ static int conn_write_mem(struct conn *c)
 	}
 	if (!n)
 		return 0;
-	done = writev(c->io.fd, iov, n);
+	done = c->xt ? conn_xport_writev(c, iov, n) : writev(c->io.fd, iov, n);
+	if (done < 0 && c->xt)
+		return (int)done;
 	if (done < 0)
 		return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
 	left = (size_t)done;
@@ -410,7 +503,7 @@ static int conn_flush(struct conn *c)
 			continue;
 		}
 		if (send_at_file(&s->w, &s->pos)) {
-			ssize_t n = send_file(c->io.fd, &s->w, &s->pos);
+			ssize_t n = c->xt ? conn_xport_file(c, s) : send_file(c->io.fd, &s->w, &s->pos);
 
 			if (n < 0)
 				return n == -EINTR ? 0 : n;
@@ -422,6 +515,15 @@ static int conn_flush(struct conn *c)
 			return err;
 	}
 	return 0;
+}
+
+static void conn_pending_push(struct conn *c)
+{
+	if (conn_pending_tail)
+		conn_pending_tail->pend_next = c;
+	else
+		conn_pending = c;
+	conn_pending_tail = c;
 }
 
 static void conn_update_events(struct conn *c)
@@ -437,8 +539,16 @@ static void conn_update_events(struct conn *c)
 		c->wait_next = conn_waiting;
 		conn_waiting = conn_get(c);
 	}
-	if (c->head && c->head->state == SLOT_READY)
+	if ((c->head && c->head->state == SLOT_READY) || c->want_out)
 		ev |= EPOLLOUT;
+	if (c->handshaking)
+		ev = c->want_out ? EPOLLOUT : EPOLLIN;
+	else if ((ev & EPOLLIN) && c->xt && !c->on_pending && c->cfg.xport->pending(c->xt)) {
+		c->on_pending = true; /* read by conn_resume() */
+		c->pend_next = NULL;
+		conn_pending_push(conn_get(c));
+		loop_wake(c->loop);
+	}
 	if (loop_mod(c->loop, &c->io, ev) < 0)
 		conn_close(c, "epoll_ctl failed");
 }
@@ -555,12 +665,15 @@ static ssize_t conn_read_some(struct conn *c)
 {
 	ssize_t n;
 
-	if (c->frame)
-		n = read(c->io.fd, c->frame + c->frame_got, (size_t)(c->frame_len - c->frame_got));
+	uint8_t *at = c->frame ? c->frame + c->frame_got : c->rbuf + c->rlen;
+	size_t len = c->frame ? (size_t)(c->frame_len - c->frame_got) : CONN_RBUF_BYTES - c->rlen;
+
+	if (c->xt)
+		n = c->cfg.xport->read(c->xt, at, len, &c->want_out);
 	else
-		n = read(c->io.fd, c->rbuf + c->rlen, CONN_RBUF_BYTES - c->rlen);
+		n = read(c->io.fd, at, len);
 	if (n < 0)
-		return -errno;
+		return c->xt ? n : -errno;
 	if (n > 0 && c->frame) {
 		c->frame_got += (int32_t)n;
 		if (c->frame_got == c->frame_len) {
@@ -585,11 +698,34 @@ static void conn_read(struct conn *c)
 		if (n <= 0) {
 			bool mid = c->frame || c->rlen;
 
-			conn_close(c, n == 0 ? (mid ? "peer closed mid-frame" : NULL) : "read failed");
+			conn_close(c, n == 0             ? (mid ? "peer closed mid-frame" : NULL)
+				      : n == -ECONNRESET ? NULL
+							 : "read failed");
 			return;
 		}
 		conn_parse(c);
 	}
+}
+
+/* Drives the transport's handshake; true once it is done and frames may flow. */
+static bool conn_handshake(struct conn *c)
+{
+	int err = c->cfg.xport->handshake(c->xt, &c->want_out);
+
+	if (err == -EAGAIN) {
+		conn_update_events(c);
+		return false;
+	}
+	if (err) {
+		log_debug(LOGC_NET, "net", "%s: TLS handshake failed: %s", c->peer, strerror(-err));
+		conn_close(c, NULL);
+		return false;
+	}
+	c->handshaking = false;
+	c->principal = c->cfg.xport->principal(c->xt);
+	log_debug(LOGC_NET, "net", "%s: TLS handshake done, principal %s", c->peer,
+		  c->principal ? c->principal : "ANONYMOUS");
+	return true;
 }
 
 static void conn_on_io(struct loop_io *io, uint32_t events)
@@ -602,6 +738,12 @@ static void conn_on_io(struct loop_io *io, uint32_t events)
 	conn_get(c);
 	if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN))
 		conn_close(c, NULL);
+	if (!c->closed && c->handshaking && !conn_handshake(c)) {
+		conn_put(c);
+		return;
+	}
+	if (c->want_out && (events & EPOLLOUT))
+		events |= EPOLLIN; /* a read that waited for writability */
 	if (!c->closed && (events & EPOLLIN))
 		conn_read(c);
 	if (!c->closed)

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "net/loop.h"
 #include "util/buf.h"
@@ -36,13 +37,33 @@ struct conn_slot;
 typedef void conn_request_fn(struct conn *c, struct conn_slot *slot, uint8_t *frame, int32_t len);
 typedef void conn_closed_fn(struct conn *c);
 
+/*
+ * A transport between the socket and the frames (TLS): the connection
+ * calls it instead of read/writev/sendfile when conn_cfg.xport is set.
+ * Each call returns bytes (read: 0 at EOF), -EAGAIN (then *want_out says
+ * whether it waits for the socket to become writable rather than
+ * readable) or another -errno.
+ */
+struct conn_xport {
+	int (*open)(void *arg, int fd, void **t);  /* 0 or -errno; does not take fd */
+	int (*handshake)(void *t, bool *want_out); /* 0 once done */
+	ssize_t (*read)(void *t, void *buf, size_t len, bool *want_out);
+	ssize_t (*write)(void *t, const void *buf, size_t len, bool *want_out);
+	bool (*pending)(void *t);    /* bytes already taken from the socket, not yet read */
+	char *(*principal)(void *t); /* the peer's identity after the handshake, malloc()ed, or NULL */
+	void (*close)(void *t);
+};
+
 struct conn_cfg {
 	int32_t frame_bytes_max; /* socket.request.max.bytes */
 	int64_t out_bytes_max;   /* responses queued before reading pauses */
 	int32_t slots_max;       /* queued.max.requests: requests read, not yet answered (>= 1) */
 	int64_t idle_ms_max;     /* connections.max.idle.ms: conn_close_idle(); <= 0 never */
 	conn_request_fn *on_request;
-	conn_closed_fn *on_closed; /* may be NULL */
+	conn_closed_fn *on_closed;      /* may be NULL */
+	const struct conn_xport *xport; /* NULL: plain socket, zero-copy writes */
+	void *xport_arg;                /* given to xport->open */
+	int listener;                   /* which listener accepted it (conn_listener()) */
 };
 
 /* Takes ownership of fd (a connected, non-blocking socket). */
@@ -56,6 +77,9 @@ const char *conn_peer(const struct conn *c);
 void *conn_user(const struct conn *c);
 void conn_set_user(struct conn *c, void *user);
 uint64_t conn_id(const struct conn *c);
+int conn_listener(const struct conn *c);
+/* The transport's principal (a client certificate's subject DN), or NULL. */
+const char *conn_principal(const struct conn *c);
 
 /*
  * Finishes a slot.  w holds the whole response frame (size prefix

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <sys/sendfile.h>
+#include <unistd.h>
 
 /* Bounds of memory piece k. */
 static void mem_piece(const struct wr *w, int k, size_t *from, size_t *to)
@@ -102,4 +103,29 @@ ssize_t send_file(int sock, const struct wr *w, struct send_pos *pos)
 	pos->off += n;
 	settle(w, pos);
 	return n;
+}
+
+ssize_t send_file_copy(const struct wr *w, const struct send_pos *pos, uint8_t *buf, size_t cap)
+{
+	struct send_pos p = *pos;
+	const struct fslice *s;
+	size_t n;
+	ssize_t got;
+
+	settle(w, &p);
+	if (p.phase > 2 * w->nfiles || p.phase % 2 == 0)
+		return 0;
+	s = &w->files[(p.phase - 1) / 2].s;
+	n = (size_t)(s->len - p.off) < cap ? (size_t)(s->len - p.off) : cap;
+	got = pread(s->ref->fd, buf, n, (off_t)(s->pos + p.off));
+	if (got < 0)
+		return -errno;
+	return got == 0 ? -EIO : got;
+}
+
+void send_file_advance(const struct wr *w, struct send_pos *pos, size_t n)
+{
+	settle(w, pos);
+	pos->off += (int64_t)n;
+	settle(w, pos);
 }

@@ -34,5 +34,13 @@ int send_iov_fill(const struct wr *w, const struct send_pos *pos, struct iovec *
 size_t send_advance(const struct wr *w, struct send_pos *pos, size_t n);
 /* sendfile()s the file slice at pos; returns bytes sent, or -errno (-EAGAIN: socket full). */
 ssize_t send_file(int sock, const struct wr *w, struct send_pos *pos);
+/*
+ * Copies up to cap bytes of the file slice at pos into buf with pread
+ * (for a transport that cannot sendfile, TLS) without advancing pos;
+ * returns bytes copied or -errno (-EIO if the file shrank).
+ */
+ssize_t send_file_copy(const struct wr *w, const struct send_pos *pos, uint8_t *buf, size_t cap);
+/* Advances pos over n bytes of the file slice it is at. */
+void send_file_advance(const struct wr *w, struct send_pos *pos, size_t n);
 
 #endif

@@ -359,6 +359,14 @@ int conf_set(const struct conf_table *t, void *obj, const char *key, const char 
 	char *v;
 	int rc;
 
+	if (i < 0 && t->other) {
+		v = dup_trim(value, strlen(value));
+		rc = v ? t->other(obj, key, v, err, errlen) : -ENOMEM;
+		free(v);
+		v = NULL;
+		if (rc != -ENOENT)
+			return rc;
+	}
 	if (i < 0) {
 		snprintf(err, errlen, "unknown setting '%s'", key);
 		return -ENOENT;

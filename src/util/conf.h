@@ -59,6 +59,11 @@ struct conf_table {
 	size_t ndefs;
 	size_t set_offset; /* offsetof a bool[ndefs] in the struct ... */
 	bool has_set;      /* ... used only when this is true */
+	/*
+	 * Keys not in defs: NULL, or a function that takes them (0), refuses
+	 * them (-ENOENT: "unknown setting") or fails (-errno, message in err).
+	 */
+	int (*other)(void *obj, const char *key, const char *value, char *err, size_t errlen);
 };
 
 /* Index of name in the table (exact match), or -1. */

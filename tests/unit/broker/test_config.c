@@ -267,6 +267,27 @@ static void test_shipped_config(void **state)
 	config_release(&cfg);
 }
 
+/* listener.name.<name>.ssl.* overrides one listener's ssl.* value; other prefixed keys are unknown. */
+static void test_listener_ssl(void **state)
+{
+	struct broker_cfg cfg;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(config_init(&cfg), 0);
+	assert_int_equal(config_set(&cfg, "ssl.client.auth", "none", err, sizeof(err)), 0);
+	assert_int_equal(config_set(&cfg, "listener.name.EXTERNAL.ssl.client.auth", "requested", err, sizeof(err)), 0);
+	assert_int_equal(config_set(&cfg, "listener.name.external.ssl.client.auth", "required", err, sizeof(err)), 0);
+	assert_string_equal(config_listener_ssl(&cfg, "EXTERNAL", "ssl.client.auth", "none"), "required");
+	assert_string_equal(config_listener_ssl(&cfg, "INTERNAL", "ssl.client.auth", "none"), "none");
+	assert_int_equal(cfg.nlistener_ssl, 1);
+	assert_int_equal(config_set(&cfg, "listener.name.external.ssl.bogus", "x", err, sizeof(err)), -ENOENT);
+	assert_int_equal(config_set(&cfg, "listener.name.external.log.dirs", "x", err, sizeof(err)), -ENOENT);
+	assert_int_equal(config_set(&cfg, "listener.name..ssl.client.auth", "x", err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "unknown setting"));
+	config_release(&cfg);
+}
+
 static void test_retention_precedence(void **state)
 {
 	struct broker_cfg cfg;
@@ -719,6 +740,7 @@ int main(void)
 		cmocka_unit_test(test_table_sane),
 		cmocka_unit_test(test_stock_files),
 		cmocka_unit_test(test_shipped_config),
+		cmocka_unit_test(test_listener_ssl),
 		cmocka_unit_test(test_retention_precedence),
 		cmocka_unit_test(test_aliases),
 		cmocka_unit_test(test_file_errors),

@@ -40,7 +40,7 @@ static const struct conf_def defs[NDEFS] = {
 	{ "any.int", CONF_INT32, F(any), INT32_MIN, INT32_MAX, "-5", false, "Any.", NULL },
 	{ "a.nothing", CONF_STRING, F(nothing), 0, 0, NULL, false, "Null string.", NULL },
 };
-static const struct conf_table tbl = { defs, NDEFS, offsetof(struct sample, set), true };
+static const struct conf_table tbl = { defs, NDEFS, offsetof(struct sample, set), true, NULL };
 
 static int setup(void **state)
 {
