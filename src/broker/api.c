@@ -11,6 +11,7 @@
 #include "broker/api.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "broker/broker.h"
 #include "broker/handlers.h"
 #include "broker/stats.h"
+#include "broker/throttle.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -58,6 +60,9 @@ const struct api_entry api_table[API_COUNT] = {
 	[API_ListGroups] = { h_list_groups, 0, 4 },
 	[API_DeleteGroups] = { h_delete_groups, 0, 2 },
 	[API_OffsetDelete] = { h_offset_delete, 0, 0 },
+	/* client quotas (h_quota.c) */
+	[API_DescribeClientQuotas] = { h_describe_client_quotas, 0, 1 },
+	[API_AlterClientQuotas] = { h_alter_client_quotas, 0, 1 },
 };
 
 extern struct broker *api_broker; /* set by server.c */
@@ -134,7 +139,7 @@ static void req_send(struct req *rq, struct wr *w)
 	wr_release(w);
 }
 
-void req_reply(struct req *rq)
+static void req_send_reply(struct req *rq)
 {
 	const struct proto_api *pa = &proto_apis[rq->hdr.api_key];
 	struct wr w;
@@ -146,8 +151,28 @@ void req_reply(struct req *rq)
 	req_free(rq);
 }
 
+static void req_throttled(struct loop_timer *t)
+{
+	req_send_reply((struct req *)((char *)t - offsetof(struct req, timer)));
+}
+
+void req_reply(struct req *rq)
+{
+	int64_t hold_ms = throttle_apply(rq, true);
+
+	if (hold_ms <= 0) {
+		req_send_reply(rq);
+		return;
+	}
+	/* a client older than KIP-219 gets its answer when the throttle time is over */
+	loop_timer_cancel(rq->b->loop, &rq->timer);
+	loop_timer_init(&rq->timer, req_throttled);
+	loop_timer_set(rq->b->loop, &rq->timer, clock_mono_ms() + hold_ms);
+}
+
 void req_noreply(struct req *rq)
 {
+	throttle_apply(rq, false);
 	conn_slot_done(rq->c, rq->slot, NULL);
 	req_free(rq);
 }
@@ -204,7 +229,11 @@ static void req_run(struct req *rq, struct rd *r)
 	pa->resp_init(rq->out);
 	log_debug(LOGC_PROTO, "proto", "%s: %s v%d corr %d", conn_peer(rq->c), pa->name, rq->hdr.api_version,
 		  rq->hdr.correlation_id);
-	req_finish(rq, api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out));
+	int64_t t0 = clock_mono_us();
+	int res = api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out);
+
+	rq->handler_us += clock_mono_us() - t0;
+	req_finish(rq, res);
 }
 
 void req_finish(struct req *rq, int res)

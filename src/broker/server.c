@@ -524,6 +524,8 @@ int server_start(struct broker *b)
 	if (!err)
 		err = fetch_sessions_start(b);
 	if (!err)
+		err = quotas_start(b);
+	if (!err)
 		err = server_listen(b);
 	if (!err)
 		err = server_cluster_start(b);
@@ -583,6 +585,7 @@ void server_stop(struct broker *b)
 	txns_stop(b);
 	conn_reap();
 	fetch_sessions_stop(b); /* after the last parked fetch is answered */
+	quotas_stop();
 	registry_close(b->reg);
 	close(server_signal_io.fd);
 	loop_free(b->loop);

@@ -18,6 +18,7 @@
 #include "net/conn.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +74,9 @@ struct conn {
 	struct conn *live_prev, *live_next; /* open connections */
 	struct conn *wait_next;             /* on conn_waiting (holds a reference) */
 	bool waiting;
-	int32_t want_len;  /* a large frame waiting for queued.max.request.bytes room */
-	int64_t active_ms; /* clock_mono_ms() of the last I/O or finished request */
+	int32_t want_len;       /* a large frame waiting for queued.max.request.bytes room */
+	int64_t active_ms;      /* clock_mono_ms() of the last I/O or finished request */
+	struct loop_timer mute; /* armed while muted (client quota throttling); holds a reference */
 };
 
 static struct conn *conn_reap_list;
@@ -108,6 +110,7 @@ static void conn_on_io(struct loop_io *io, uint32_t events);
 static void conn_send(struct conn *c);
 static void conn_update_events(struct conn *c);
 static bool conn_paused(const struct conn *c);
+static void conn_unmute(struct loop_timer *t);
 
 static void conn_peer_name(struct conn *c)
 {
@@ -153,6 +156,7 @@ int conn_new(struct loop *loop, int fd, const struct conn_cfg *cfg, struct conn 
 	c->refs = 1;
 	c->id = conn_next_id++;
 	c->active_ms = clock_mono_ms();
+	loop_timer_init(&c->mute, conn_unmute);
 	conn_peer_name(c);
 	err = loop_add(loop, &c->io, EPOLLIN);
 	if (err)
@@ -297,6 +301,10 @@ void conn_close(struct conn *c, const char *why)
 	if (c->live_next)
 		c->live_next->live_prev = c->live_prev;
 	loop_del(c->loop, &c->io);
+	if (loop_timer_armed(&c->mute)) {
+		loop_timer_cancel(c->loop, &c->mute);
+		conn_put(c);
+	}
 	close(c->io.fd);
 	c->io.fd = -1;
 	if (c->cfg.on_closed)
@@ -336,7 +344,7 @@ static void conn_slot_pop(struct conn *c)
 /* Paused by this connection's own queue: its replies will unpause it. */
 static bool conn_paused_self(const struct conn *c)
 {
-	return c->nslots >= c->cfg.slots_max || c->out_bytes > c->cfg.out_bytes_max;
+	return c->nslots >= c->cfg.slots_max || c->out_bytes > c->cfg.out_bytes_max || loop_timer_armed(&c->mute);
 }
 
 /*
@@ -444,6 +452,30 @@ static void conn_update_events(struct conn *c)
 }
 
 static void conn_parse(struct conn *c);
+
+void conn_mute(struct conn *c, int64_t ms)
+{
+	int64_t due = clock_mono_ms() + ms;
+
+	if (c->closed || ms <= 0 || (loop_timer_armed(&c->mute) && c->mute.due_ms >= due))
+		return;
+	if (!loop_timer_armed(&c->mute))
+		conn_get(c);
+	loop_timer_set(c->loop, &c->mute, due);
+	conn_update_events(c);
+}
+
+static void conn_unmute(struct loop_timer *t)
+{
+	struct conn *c = (struct conn *)((char *)t - offsetof(struct conn, mute));
+
+	if (!c->closed) {
+		if (!c->parsing && !c->frame && c->rlen >= 4 && !conn_paused_self(c))
+			conn_parse(c);
+		conn_update_events(c);
+	}
+	conn_put(c);
+}
 
 static void conn_send(struct conn *c)
 {
