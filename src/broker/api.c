@@ -151,6 +151,21 @@ static void req_send_reply(struct req *rq)
 	req_free(rq);
 }
 
+/*
+ * The request whose handler runs now, and since when: its time on the loop
+ * until it is answered counts for request_percentage.  A request answered
+ * later (parked) counts none: the handler may even free it before
+ * returning, so nothing is written to it after.
+ */
+static struct req *req_running;
+static int64_t req_running_us;
+
+static void req_note_handler_time(struct req *rq)
+{
+	if (rq == req_running)
+		rq->handler_us = clock_mono_us() - req_running_us;
+}
+
 static void req_throttled(struct loop_timer *t)
 {
 	req_send_reply((struct req *)((char *)t - offsetof(struct req, timer)));
@@ -158,7 +173,10 @@ static void req_throttled(struct loop_timer *t)
 
 void req_reply(struct req *rq)
 {
-	int64_t hold_ms = throttle_apply(rq, true);
+	int64_t hold_ms;
+
+	req_note_handler_time(rq);
+	hold_ms = throttle_apply(rq, true);
 
 	if (hold_ms <= 0) {
 		req_send_reply(rq);
@@ -172,6 +190,7 @@ void req_reply(struct req *rq)
 
 void req_noreply(struct req *rq)
 {
+	req_note_handler_time(rq);
 	throttle_apply(rq, false);
 	conn_slot_done(rq->c, rq->slot, NULL);
 	req_free(rq);
@@ -229,11 +248,10 @@ static void req_run(struct req *rq, struct rd *r)
 	pa->resp_init(rq->out);
 	log_debug(LOGC_PROTO, "proto", "%s: %s v%d corr %d", conn_peer(rq->c), pa->name, rq->hdr.api_version,
 		  rq->hdr.correlation_id);
-	int64_t t0 = clock_mono_us();
-	int res = api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out);
-
-	rq->handler_us += clock_mono_us() - t0;
-	req_finish(rq, res);
+	req_running = rq;
+	req_running_us = clock_mono_us();
+	req_finish(rq, api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out));
+	req_running = NULL;
 }
 
 void req_finish(struct req *rq, int res)

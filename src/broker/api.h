@@ -47,7 +47,7 @@ struct req {
 	void *hold;                      /* handler-owned state for on_free */
 	int64_t start_us;                /* clock_mono_us() when read (request total time) */
 	bool refused;                    /* the connection was closed for it (error count) */
-	int64_t handler_us;              /* time in its handler on the loop (request_percentage) */
+	int64_t handler_us;              /* its handler's time on the loop when answered at once (request_percentage) */
 };
 
 typedef int api_handler_fn(struct req *rq, const void *in, void *out);

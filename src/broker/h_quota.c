@@ -263,6 +263,7 @@ int quotas_start(struct broker *b)
 		return -ENAMETOOLONG;
 	memcpy(dir, b->cfg.log_dirs, n);
 	dir[n] = '\0';
+	quota_windows_set(b->cfg.quota_window_num, b->cfg.quota_window_size_seconds);
 	rc = quota_open(dir);
 	if (rc)
 		log_error("cannot load the client quotas from '%s': %s", dir, strerror(-rc));
@@ -274,4 +275,5 @@ int quotas_start(struct broker *b)
 void quotas_stop(void)
 {
 	quota_close();
+	quota_rates_clear();
 }

@@ -74,6 +74,11 @@ int64_t quota_record(int kind, const struct quota_entity *e, double value, doubl
 /* Adds throttle_ms to the throttle time reported for (kind, e). */
 void quota_note_throttle(int kind, const struct quota_entity *e, int64_t throttle_ms);
 
+/* quota.window.num and quota.window.size.seconds (forgets every rate measured so far). */
+void quota_windows_set(int num, int size_s);
+/* Forgets every rate measured (shutdown). */
+void quota_rates_clear(void);
+
 /* One measured client, for /metrics: quota_metric(i, ...) for 0 <= i < quota_metric_count(). */
 struct quota_metric {
 	int kind;

@@ -20,9 +20,10 @@
 #include "broker/quota.h"
 #include "util/log.h"
 
-#define QUOTA_WINDOW_NUM 11   /* quota.window.num */
-#define QUOTA_WINDOW_MS 1000  /* quota.window.size.seconds */
-#define QUOTA_IDLE_MS 3600000 /* a rate unused this long is dropped */
+static int quota_window_num = 11;      /* quota.window.num */
+static int64_t quota_window_ms = 1000; /* quota.window.size.seconds x 1000 */
+#define QUOTA_IDLE_MS 3600000          /* a rate unused this long is dropped */
+#define QUOTA_WINDOWS_MAX 1000         /* quota.window.num upper bound */
 
 struct quota_window {
 	int64_t start_ms;
@@ -33,13 +34,35 @@ struct quota_window {
 struct quota_sensor {
 	int kind;
 	struct quota_entity e;
-	struct quota_window w[QUOTA_WINDOW_NUM];
+	struct quota_window *w; /* quota_window_num */
 	int cur;
 	int64_t used_ms;
 };
 
 static struct quota_sensor *sensors;
 static int nsensors, capsensors;
+
+void quota_windows_set(int num, int size_s)
+{
+	quota_rates_clear();
+	quota_window_num = num < 1 ? 1 : num > QUOTA_WINDOWS_MAX ? QUOTA_WINDOWS_MAX : num;
+	quota_window_ms = (int64_t)(size_s < 1 ? 1 : size_s) * 1000;
+}
+
+void quota_rates_clear(void)
+{
+	for (int i = 0; i < nsensors; i++)
+		free(sensors[i].w);
+	free(sensors);
+	sensors = NULL;
+	nsensors = capsensors = 0;
+}
+
+static void quota_sensor_drop(int i)
+{
+	free(sensors[i].w);
+	sensors[i] = sensors[--nsensors];
+}
 
 static struct quota_sensor *quota_sensor(int kind, const struct quota_entity *e, int64_t now_ms)
 {
@@ -50,7 +73,7 @@ static struct quota_sensor *quota_sensor(int kind, const struct quota_entity *e,
 		    !strcmp(s->e.client_name, e->client_name))
 			return s;
 		if (now_ms - s->used_ms > QUOTA_IDLE_MS)
-			sensors[i--] = sensors[--nsensors];
+			quota_sensor_drop(i--);
 	}
 	if (nsensors == capsensors) {
 		int cap = capsensors ? capsensors * 2 : 16;
@@ -66,10 +89,15 @@ static struct quota_sensor *quota_sensor(int kind, const struct quota_entity *e,
 	struct quota_sensor *s = &sensors[nsensors++];
 
 	memset(s, 0, sizeof(*s));
+	s->w = calloc((size_t)quota_window_num, sizeof(*s->w));
+	if (!s->w) {
+		log_error("out of memory measuring a client quota");
+		abort();
+	}
 	s->kind = kind;
 	s->e = *e;
-	for (int i = 0; i < QUOTA_WINDOW_NUM; i++)
-		s->w[i].start_ms = now_ms - (int64_t)QUOTA_WINDOW_NUM * QUOTA_WINDOW_MS * 2;
+	for (int i = 0; i < quota_window_num; i++)
+		s->w[i].start_ms = now_ms - (int64_t)quota_window_num * quota_window_ms * 2;
 	s->w[0].start_ms = now_ms;
 	return s;
 }
@@ -77,14 +105,14 @@ static struct quota_sensor *quota_sensor(int kind, const struct quota_entity *e,
 /* Moves to a new window when the current one is full; forgets obsolete windows. */
 static void quota_advance(struct quota_sensor *s, int64_t now_ms)
 {
-	if (now_ms - s->w[s->cur].start_ms >= QUOTA_WINDOW_MS) {
-		s->cur = (s->cur + 1) % QUOTA_WINDOW_NUM;
+	if (now_ms - s->w[s->cur].start_ms >= quota_window_ms) {
+		s->cur = (s->cur + 1) % quota_window_num;
 		s->w[s->cur] = (struct quota_window){ .start_ms = now_ms };
 	}
-	for (int i = 0; i < QUOTA_WINDOW_NUM; i++)
-		if (now_ms - s->w[i].start_ms >= (int64_t)QUOTA_WINDOW_NUM * QUOTA_WINDOW_MS && i != s->cur)
+	for (int i = 0; i < quota_window_num; i++)
+		if (now_ms - s->w[i].start_ms >= (int64_t)quota_window_num * quota_window_ms && i != s->cur)
 			s->w[i] = (struct quota_window){ .start_ms = now_ms -
-								     (int64_t)QUOTA_WINDOW_NUM * QUOTA_WINDOW_MS * 2 };
+								     (int64_t)quota_window_num * quota_window_ms * 2 };
 	s->used_ms = now_ms;
 }
 
@@ -95,8 +123,8 @@ static double quota_span(const struct quota_sensor *s, int64_t now_ms, double *s
 	int64_t span, full;
 
 	*sum = *thr = 0;
-	for (int i = 0; i < QUOTA_WINDOW_NUM; i++) {
-		if (now_ms - s->w[i].start_ms >= (int64_t)QUOTA_WINDOW_NUM * QUOTA_WINDOW_MS)
+	for (int i = 0; i < quota_window_num; i++) {
+		if (now_ms - s->w[i].start_ms >= (int64_t)quota_window_num * quota_window_ms)
 			continue;
 		*sum += s->w[i].value;
 		*thr += s->w[i].throttle_ms;
@@ -104,9 +132,9 @@ static double quota_span(const struct quota_sensor *s, int64_t now_ms, double *s
 			oldest = s->w[i].start_ms;
 	}
 	span = now_ms - oldest;
-	full = span / QUOTA_WINDOW_MS;
-	if (full < QUOTA_WINDOW_NUM - 1)
-		span += (QUOTA_WINDOW_NUM - 1 - full) * QUOTA_WINDOW_MS;
+	full = span / quota_window_ms;
+	if (full < quota_window_num - 1)
+		span += (quota_window_num - 1 - full) * quota_window_ms;
 	return (double)span;
 }
 
@@ -148,5 +176,5 @@ void quota_metric_get(int i, int64_t now_ms, struct quota_metric *m)
 	snprintf(m->user, sizeof(m->user), "%s", s->e.user_name);
 	snprintf(m->client_id, sizeof(m->client_id), "%s", s->e.client_name);
 	m->rate = sum * 1000.0 / span;
-	m->throttle_ms = thr / (span / QUOTA_WINDOW_MS);
+	m->throttle_ms = thr / (span / quota_window_ms);
 }
