@@ -166,9 +166,60 @@ static void req_note_handler_time(struct req *rq)
 		rq->handler_us = clock_mono_us() - req_running_us;
 }
 
+static void req_throttled(struct loop_timer *t);
+
+/* Replies held back for their throttle time (versions before KIP-219), so shutdown can free them. */
+static struct req **req_held;
+static int req_nheld, req_capheld;
+
+static void req_hold(struct req *rq, int64_t ms)
+{
+	if (req_nheld == req_capheld) {
+		int cap = req_capheld ? req_capheld * 2 : 16;
+		struct req **n = realloc(req_held, (size_t)cap * sizeof(*n));
+
+		if (!n) {
+			req_send_reply(rq); /* answered now rather than lost */
+			return;
+		}
+		req_held = n;
+		req_capheld = cap;
+	}
+	req_held[req_nheld++] = rq;
+	loop_timer_cancel(rq->b->loop, &rq->timer);
+	loop_timer_init(&rq->timer, req_throttled);
+	loop_timer_set(rq->b->loop, &rq->timer, clock_mono_ms() + ms);
+}
+
+static void req_unhold(struct req *rq)
+{
+	for (int i = 0; i < req_nheld; i++)
+		if (req_held[i] == rq) {
+			req_held[i] = req_held[--req_nheld];
+			return;
+		}
+}
+
 static void req_throttled(struct loop_timer *t)
 {
-	req_send_reply((struct req *)((char *)t - offsetof(struct req, timer)));
+	struct req *rq = (struct req *)((char *)t - offsetof(struct req, timer));
+
+	req_unhold(rq);
+	req_send_reply(rq);
+}
+
+void req_drop_held(void)
+{
+	while (req_nheld > 0) {
+		struct req *rq = req_held[--req_nheld];
+
+		loop_timer_cancel(rq->b->loop, &rq->timer);
+		conn_slot_done(rq->c, rq->slot, NULL);
+		req_free(rq);
+	}
+	free(req_held);
+	req_held = NULL;
+	req_capheld = 0;
 }
 
 void req_reply(struct req *rq)
@@ -183,9 +234,7 @@ void req_reply(struct req *rq)
 		return;
 	}
 	/* a client older than KIP-219 gets its answer when the throttle time is over */
-	loop_timer_cancel(rq->b->loop, &rq->timer);
-	loop_timer_init(&rq->timer, req_throttled);
-	loop_timer_set(rq->b->loop, &rq->timer, clock_mono_ms() + hold_ms);
+	req_hold(rq, hold_ms);
 }
 
 void req_noreply(struct req *rq)

@@ -62,6 +62,8 @@ extern const struct api_entry api_table[API_COUNT];
 
 /* Encodes rq->out, queues it on the connection and frees rq. */
 void req_reply(struct req *rq);
+/* Shutdown: frees the replies held back for their throttle time (client quotas), unsent. */
+void req_drop_held(void);
 /* Finishes rq with no response and frees it. */
 void req_noreply(struct req *rq);
 /* Resets rq->out to the response defaults (for a handler re-run after parking). */

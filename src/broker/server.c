@@ -581,6 +581,7 @@ void server_stop(struct broker *b)
 	server_log_sync_stats(b);
 	syncer_stop(b->syncer); /* syncs what is still dirty */
 	park_drop();            /* their connections are gone */
+	req_drop_held();        /* replies held for a throttle time */
 	groups_stop(b);         /* answers parked JoinGroup/SyncGroup */
 	txns_stop(b);
 	conn_reap();

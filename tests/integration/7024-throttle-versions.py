@@ -12,6 +12,8 @@
   version) carries ThrottleTimeMs > 0 and the next request on that
   connection waits.
 - acks=0 produce over the quota: no answer, but the connection is muted.
+- A clean shutdown while a v3 answer is held back exits 0 at once (the
+  held request is freed: under ASan, no leak).
 """
 
 import os
@@ -113,6 +115,18 @@ def test():
         check_new(b)
         check_acks0(b)
         check_request_percentage(b)
+        s = kw.connect(b.port)
+        send(s, 0, 3, 2, produce_body(), "old")
+        s.settimeout(0.5)
+        try:
+            kw.recv_response(s)
+            check(False, "a v3 produce far over its quota answered within 0.5 s")
+        except socket.timeout:
+            pass
+        t0 = time.monotonic()
+        eq(b.stop(), 0, "exit status of a shutdown with a held answer")
+        check(time.monotonic() - t0 < 5, "shutdown not held by the throttled answer")
+        s.close()
 
 
 if __name__ == "__main__":
