@@ -101,6 +101,8 @@ static void quota_alter_entry(struct req *rq, const struct AlterClientQuotasEntr
 	}
 	if (!why)
 		why = quota_ops_check(&in->Ops);
+	if (!why && !quota_has(&e) && quota_count() >= QUOTA_ENTRIES_MAX)
+		why = "too many quota entities (100000)";
 	if (why) {
 		res->ErrorCode = KERR_INVALID_REQUEST;
 		res->ErrorMessage = req_printf(rq, "%s", why);

@@ -27,7 +27,6 @@
 
 #define QUOTA_FILE "client-quotas"
 #define QUOTA_MAGIC "gregor-client-quotas 1"
-#define QUOTA_ENTRIES_MAX 100000
 
 struct quota_entry {
 	struct quota_entity e;
@@ -66,6 +65,11 @@ static struct quota_entry *quota_find(const struct quota_entity *e)
 		if (quota_entity_eq(&quota_entries[i].e, e))
 			return &quota_entries[i];
 	return NULL;
+}
+
+bool quota_has(const struct quota_entity *e)
+{
+	return quota_find(e) != NULL;
 }
 
 void quota_set(const struct quota_entity *e, int kind, double value, bool remove)

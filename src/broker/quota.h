@@ -27,6 +27,7 @@ enum quota_comp { QUOTA_ABSENT = 0, QUOTA_DEFAULT, QUOTA_NAME };
 
 #define QUOTA_USER_ANONYMOUS "ANONYMOUS"
 #define QUOTA_NAME_MAX 255
+#define QUOTA_ENTRIES_MAX 100000 /* entities with settings; AlterClientQuotas refuses more */
 
 struct quota_entity {
 	uint8_t user, client; /* enum quota_comp */
@@ -47,6 +48,8 @@ void quota_close(void);
  * quota_save() then writes every setting.  Values are checked by the caller.
  */
 void quota_set(const struct quota_entity *e, int kind, double value, bool remove);
+/* Whether e has any setting. */
+bool quota_has(const struct quota_entity *e);
 int quota_save(void);
 
 /* The i-th entity with at least one setting (0 <= i < quota_count()); has[k] false where unset. */

@@ -11,7 +11,10 @@
  * (rate - bound) / bound x that span.
  *
  * One rate per (kind, user, client-id) as quota_resolve() names it; rates
- * unused for an hour are dropped (Kafka expires its quota sensors so).
+ * unused for an hour are dropped (Kafka expires its quota sensors so), and
+ * at most QUOTA_SENSORS_MAX are kept: past that, clients under no quota
+ * are not measured and a client under one takes the least recently used
+ * rate's place, so churning client ids cannot grow memory without bound.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 static int quota_window_num = 11;      /* quota.window.num */
 static int64_t quota_window_ms = 1000; /* quota.window.size.seconds x 1000 */
 #define QUOTA_IDLE_MS 3600000          /* a rate unused this long is dropped */
+#define QUOTA_SENSORS_MAX 10000        /* rates kept (stats_snap.h's STATS_QUOTAS_MAX) */
 #define QUOTA_WINDOWS_MAX 1000         /* quota.window.num upper bound */
 
 struct quota_window {
@@ -37,6 +41,7 @@ struct quota_sensor {
 	struct quota_window *w; /* quota_window_num */
 	int cur;
 	int64_t used_ms;
+	uint64_t hash; /* of kind and names, compared first */
 };
 
 static struct quota_sensor *sensors;
@@ -64,16 +69,46 @@ static void quota_sensor_drop(int i)
 	sensors[i] = sensors[--nsensors];
 }
 
-static struct quota_sensor *quota_sensor(int kind, const struct quota_entity *e, int64_t now_ms)
+static uint64_t quota_hash(int kind, const struct quota_entity *e)
 {
-	for (int i = 0; i < nsensors; i++) {
-		struct quota_sensor *s = &sensors[i];
+	uint64_t h = 1469598103934665603ULL ^ (uint64_t)kind;
 
-		if (s->kind == kind && !strcmp(s->e.user_name, e->user_name) &&
-		    !strcmp(s->e.client_name, e->client_name))
-			return s;
-		if (now_ms - s->used_ms > QUOTA_IDLE_MS)
+	for (const char *p = e->user_name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	h = (h ^ 0xff) * 1099511628211ULL; /* between the names: ("ab", "c") is not ("a", "bc") */
+	for (const char *p = e->client_name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return h;
+}
+
+static struct quota_sensor *quota_sensor_find(int kind, const struct quota_entity *e, uint64_t h)
+{
+	for (int i = 0; i < nsensors; i++)
+		if (sensors[i].hash == h && sensors[i].kind == kind && !strcmp(sensors[i].e.user_name, e->user_name) &&
+		    !strcmp(sensors[i].e.client_name, e->client_name))
+			return &sensors[i];
+	return NULL;
+}
+
+/*
+ * Room for a new rate: rates idle for an hour are dropped first; past
+ * QUOTA_SENSORS_MAX the least recently used one is reused for a client
+ * under a quota, and a client under none is not measured (NULL).
+ */
+static struct quota_sensor *quota_sensor_slot(bool limited, int64_t now_ms)
+{
+	int lru = -1;
+
+	for (int i = 0; i < nsensors; i++) {
+		if (now_ms - sensors[i].used_ms > QUOTA_IDLE_MS)
 			quota_sensor_drop(i--);
+		else if (lru < 0 || sensors[i].used_ms < sensors[lru].used_ms)
+			lru = i;
+	}
+	if (nsensors >= QUOTA_SENSORS_MAX) {
+		if (!limited)
+			return NULL;
+		quota_sensor_drop(lru);
 	}
 	if (nsensors == capsensors) {
 		int cap = capsensors ? capsensors * 2 : 16;
@@ -86,8 +121,19 @@ static struct quota_sensor *quota_sensor(int kind, const struct quota_entity *e,
 		sensors = n;
 		capsensors = cap;
 	}
-	struct quota_sensor *s = &sensors[nsensors++];
+	return &sensors[nsensors++];
+}
 
+static struct quota_sensor *quota_sensor(int kind, const struct quota_entity *e, bool limited, int64_t now_ms)
+{
+	uint64_t h = quota_hash(kind, e);
+	struct quota_sensor *s = quota_sensor_find(kind, e, h);
+
+	if (s)
+		return s;
+	s = quota_sensor_slot(limited, now_ms);
+	if (!s)
+		return NULL;
 	memset(s, 0, sizeof(*s));
 	s->w = calloc((size_t)quota_window_num, sizeof(*s->w));
 	if (!s->w) {
@@ -95,6 +141,7 @@ static struct quota_sensor *quota_sensor(int kind, const struct quota_entity *e,
 		abort();
 	}
 	s->kind = kind;
+	s->hash = h;
 	s->e = *e;
 	for (int i = 0; i < quota_window_num; i++)
 		s->w[i].start_ms = now_ms - (int64_t)quota_window_num * quota_window_ms * 2;
@@ -140,9 +187,11 @@ static double quota_span(const struct quota_sensor *s, int64_t now_ms, double *s
 
 int64_t quota_record(int kind, const struct quota_entity *e, double value, double bound, int64_t now_ms)
 {
-	struct quota_sensor *s = quota_sensor(kind, e, now_ms);
+	struct quota_sensor *s = quota_sensor(kind, e, bound > 0, now_ms);
 	double sum, thr, span, rate;
 
+	if (!s)
+		return 0;
 	quota_advance(s, now_ms);
 	s->w[s->cur].value += value;
 	span = quota_span(s, now_ms, &sum, &thr);
@@ -154,12 +203,10 @@ int64_t quota_record(int kind, const struct quota_entity *e, double value, doubl
 
 void quota_note_throttle(int kind, const struct quota_entity *e, int64_t throttle_ms)
 {
-	for (int i = 0; i < nsensors; i++)
-		if (sensors[i].kind == kind && !strcmp(sensors[i].e.user_name, e->user_name) &&
-		    !strcmp(sensors[i].e.client_name, e->client_name)) {
-			sensors[i].w[sensors[i].cur].throttle_ms += (double)throttle_ms;
-			return;
-		}
+	struct quota_sensor *s = quota_sensor_find(kind, e, quota_hash(kind, e));
+
+	if (s)
+		s->w[s->cur].throttle_ms += (double)throttle_ms;
 }
 
 int quota_metric_count(void)

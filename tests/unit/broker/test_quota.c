@@ -138,12 +138,34 @@ static void test_throttle(void **state)
 	quota_windows_set(11, 1);
 }
 
+/* Churning client ids: at most 10,000 rates kept; a client under a quota is still measured past that. */
+static void test_rate_cap(void **state)
+{
+	struct quota_entity e;
+	char name[32];
+
+	(void)state;
+	quota_rates_clear();
+	for (int i = 0; i < 12000; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		e = ent(QUOTA_ABSENT, NULL, QUOTA_NAME, name);
+		assert_int_equal(quota_record(QUOTA_FETCH, &e, 100, 0, 1000 + i), 0);
+	}
+	assert_int_equal(quota_metric_count(), 10000);
+	e = ent(QUOTA_ABSENT, NULL, QUOTA_NAME, "limited");
+	assert_int_equal(quota_record(QUOTA_FETCH, &e, 10000, 1000, 20000), 0);
+	assert_int_equal(quota_record(QUOTA_FETCH, &e, 2000, 1000, 20000), 2000);
+	assert_int_equal(quota_metric_count(), 10000);
+	quota_rates_clear();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_precedence),
 		cmocka_unit_test(test_file_round_trip),
 		cmocka_unit_test(test_throttle),
+		cmocka_unit_test(test_rate_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
