@@ -7,7 +7,8 @@
  * own: an unknown entity type, a repeated component, an unknown key, a
  * value that is not positive (or, for a byte rate, not a whole number)
  * gets INVALID_REQUEST and changes nothing of that entry.  The settings
- * are written to disk before the answer.
+ * are written to disk before the answer; when that fails every entry gets
+ * KAFKA_STORAGE_ERROR and nothing changes.
  */
 #include <errno.h>
 #include <limits.h>
@@ -120,8 +121,9 @@ int h_alter_client_quotas(struct req *rq, const void *in_, void *out_)
 {
 	const struct AlterClientQuotasRequest *in = in_;
 	struct AlterClientQuotasResponse *out = out_;
+	struct quota_backup *before = quota_backup();
 	bool changed = false;
-	int rc;
+	int rc = 0;
 
 	out->Entries.n = in->Entries.n > 0 ? in->Entries.n : 0;
 	out->Entries.v = req_alloc(rq, (size_t)out->Entries.n, sizeof(*out->Entries.v));
@@ -129,9 +131,9 @@ int h_alter_client_quotas(struct req *rq, const void *in_, void *out_)
 		AlterClientQuotasEntryResult_init(&out->Entries.v[i]);
 		quota_alter_entry(rq, &in->Entries.v[i], in->ValidateOnly, &out->Entries.v[i], &changed);
 	}
-	if (!changed)
-		return H_REPLY;
-	rc = quota_save();
+	if (changed)
+		rc = quota_save();
+	quota_restore(before, rc != 0); /* not written: not changed */
 	if (rc) {
 		log_error("cannot write the client quotas: %s", strerror(-rc));
 		for (int32_t i = 0; i < out->Entries.n; i++)

@@ -100,6 +100,38 @@ void quota_set(const struct quota_entity *e, int kind, double value, bool remove
 		*q = quota_entries[--quota_n];
 }
 
+struct quota_backup {
+	struct quota_entry *entries;
+	int n;
+};
+
+struct quota_backup *quota_backup(void)
+{
+	struct quota_backup *b = calloc(1, sizeof(*b));
+
+	if (b)
+		b->entries = malloc((size_t)(quota_n ? quota_n : 1) * sizeof(*b->entries)); /* kept when put back */
+	if (!b || !b->entries) {
+		log_error("out of memory copying the client quotas");
+		abort();
+	}
+	memcpy(b->entries, quota_entries, (size_t)quota_n * sizeof(*b->entries));
+	b->n = quota_n;
+	return b;
+}
+
+void quota_restore(struct quota_backup *b, bool put_back)
+{
+	if (put_back) {
+		free(quota_entries);
+		quota_entries = b->entries;
+		quota_n = quota_cap = b->n;
+	} else {
+		free(b->entries);
+	}
+	free(b);
+}
+
 int quota_count(void)
 {
 	return quota_n;

@@ -48,6 +48,13 @@ void quota_close(void);
  * quota_save() then writes every setting.  Values are checked by the caller.
  */
 void quota_set(const struct quota_entity *e, int kind, double value, bool remove);
+/*
+ * A copy of every setting, taken before a change; quota_restore() puts it
+ * back (put_back, when quota_save() failed) or just frees it.
+ */
+struct quota_backup;
+struct quota_backup *quota_backup(void);
+void quota_restore(struct quota_backup *b, bool put_back);
 /* Whether e has any setting. */
 bool quota_has(const struct quota_entity *e);
 int quota_save(void);
