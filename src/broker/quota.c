@@ -115,7 +115,8 @@ struct quota_backup *quota_backup(void)
 		log_error("out of memory copying the client quotas");
 		abort();
 	}
-	memcpy(b->entries, quota_entries, (size_t)quota_n * sizeof(*b->entries));
+	if (quota_n)
+		memcpy(b->entries, quota_entries, (size_t)quota_n * sizeof(*b->entries));
 	b->n = quota_n;
 	return b;
 }
