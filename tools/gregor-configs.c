@@ -23,6 +23,7 @@
 #include "lib/admin.h"
 #include "lib/kafka.h"
 #include "lib/opt.h"
+#include "lib/quotas.h"
 
 static const struct opt_def defs[] = {
 	{ "bootstrap-server", true, false, "<String: server to connect to>",
@@ -32,10 +33,11 @@ static const struct opt_def defs[] = {
 	{ "describe", false, false, NULL, "List configs for the given entity." },
 	{ "alter", false, false, NULL, "Alter the configuration for the entity." },
 	{ "all", false, false, NULL, "List all configs for the given entity, including static configs if available." },
-	{ "entity-type", true, false, "<String>", "Type of entity (topics/brokers)" },
-	{ "entity-name", true, false, "<String>", "Name of entity (topic name/broker id)" },
+	{ "entity-type", true, false, "<String>", "Type of entity (topics/clients/users/brokers)" },
+	{ "entity-name", true, false, "<String>",
+	  "Name of entity (topic name/client id/user principal name/broker id)" },
 	{ "entity-default", false, false, NULL,
-	  "Default entity name for brokers (applies to "
+	  "Default entity name for clients/users/brokers (applies to "
 	  "corresponding entity type in command line)" },
 	{ "topic", true, false, "<String: topic>",
 	  "The topic's name. Shorthand for --entity-type topics --entity-name <topic>." },
@@ -76,6 +78,8 @@ struct target {
 	const char *type_name; /* "topics" or "brokers" */
 	const char *name;      /* NULL: every entity; "" broker default */
 	rd_kafka_ConfigSource_t dynamic_source;
+	bool quota;      /* clients or users: client quotas (lib/quotas.h) */
+	bool is_default; /* --entity-default of clients or users */
 };
 
 static void resolve_target(const struct opts *o, struct target *t)
@@ -103,10 +107,23 @@ static void resolve_target(const struct opts *o, struct target *t)
 	} else if (!strcmp(type, "brokers")) {
 		t->type = RD_KAFKA_RESOURCE_BROKER;
 		t->dynamic_source = RD_KAFKA_CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG;
+	} else if (quotas_entity_type(type)) {
+		t->type = RD_KAFKA_RESOURCE_UNKNOWN;
 	} else {
-		opt_usage_error(o, "Invalid entity type %s, the entity type must be one of topics, brokers", type);
+		opt_usage_error(
+			o, "Invalid entity type %s, the entity type must be one of topics, clients, users, brokers",
+			type);
 	}
 	t->type_name = type;
+	t->quota = false;
+	if (t->type == RD_KAFKA_RESOURCE_UNKNOWN) {
+		t->quota = true;
+		t->is_default = opt_has(o, "entity-default");
+		if (t->is_default && name)
+			opt_usage_error(o, "--entity-default cannot be combined with --entity-name");
+		t->name = name;
+		return;
+	}
 	if (opt_has(o, "entity-default")) {
 		if (t->type != RD_KAFKA_RESOURCE_BROKER || name)
 			opt_usage_error(
@@ -388,10 +405,56 @@ static void alter(rd_kafka_t *rk, const struct opts *o, const struct target *t)
 	kvs_release(&add);
 }
 
+/* --alter of clients or users: --add-config values set, --delete-config keys removed, in one request. */
+static void alter_quota(rd_kafka_t *rk, const struct opts *o, const struct target *t)
+{
+	struct kvs ops = { 0 };
+	const char *err;
+
+	if (!t->name && !t->is_default)
+		opt_usage_error(o, "An entity name or --entity-default must be specified with --alter");
+	if (!opt_has(o, "add-config") && !opt_has(o, "delete-config"))
+		opt_usage_error(o, "At least one of --add-config or --delete-config must be specified with --alter");
+	if (opt_has(o, "add-config"))
+		parse_add_config(opt_str(o, "add-config", NULL), &ops);
+	for (int i = 0; i < opt_count(o, "delete-config"); i++) {
+		char *list = strdup(opt_nth(o, "delete-config", i)), *save = NULL;
+
+		for (char *k = strtok_r(list, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+			while (*k == ' ')
+				k++;
+			kvs_put(&ops, k, strlen(k), NULL, 0);
+		}
+		free(list);
+	}
+	err = quotas_alter(rk, t->type_name, t->name, ops.k, ops.v, ops.n);
+	if (err)
+		config_fail("%s", err);
+	if (t->name)
+		printf("Completed updating config for %.*s %s.\n", (int)strlen(t->type_name) - 1, t->type_name,
+		       t->name);
+	else
+		printf("Completed updating default config for %s in the cluster.\n", t->type_name);
+	kvs_release(&ops);
+}
+
+static void run_quota(rd_kafka_t *rk, const struct opts *o, const struct target *t)
+{
+	const char *err;
+
+	if (opt_has(o, "alter")) {
+		alter_quota(rk, o, t);
+		return;
+	}
+	err = quotas_describe(rk, t->type_name, t->name, !t->name && !t->is_default);
+	if (err)
+		config_fail("%s", err);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts *o = opts_parse(&cmd, argc, argv);
-	struct target t;
+	struct target t = { 0 };
 	rd_kafka_t *rk;
 
 	g_argc = argc;
@@ -405,7 +468,9 @@ int main(int argc, char **argv)
 		opt_usage_error(o, "Option \"[all]\" can't be used with option \"[alter]\"");
 	resolve_target(o, &t);
 	rk = kafka_admin_connect(o);
-	if (opt_has(o, "describe"))
+	if (t.quota)
+		run_quota(rk, o, &t);
+	else if (opt_has(o, "describe"))
 		describe(rk, o, &t);
 	else
 		alter(rk, o, &t);

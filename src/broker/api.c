@@ -11,6 +11,7 @@
 #include "broker/api.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "broker/broker.h"
 #include "broker/handlers.h"
 #include "broker/stats.h"
+#include "broker/throttle.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -62,6 +64,9 @@ const struct api_entry api_table[API_COUNT] = {
 	[API_ListGroups] = { h_list_groups, 0, 4 },
 	[API_DeleteGroups] = { h_delete_groups, 0, 2 },
 	[API_OffsetDelete] = { h_offset_delete, 0, 0 },
+	/* client quotas (h_quota.c) */
+	[API_DescribeClientQuotas] = { h_describe_client_quotas, 0, 1 },
+	[API_AlterClientQuotas] = { h_alter_client_quotas, 0, 1 },
 };
 
 extern struct broker *api_broker; /* set by server.c */
@@ -138,7 +143,7 @@ static void req_send(struct req *rq, struct wr *w)
 	wr_release(w);
 }
 
-void req_reply(struct req *rq)
+static void req_send_reply(struct req *rq)
 {
 	const struct proto_api *pa = &proto_apis[rq->hdr.api_key];
 	struct wr w;
@@ -150,8 +155,96 @@ void req_reply(struct req *rq)
 	req_free(rq);
 }
 
+/*
+ * The request whose handler runs now, and since when: its time on the loop
+ * until it is answered counts for request_percentage.  A request answered
+ * later (parked) counts none: the handler may even free it before
+ * returning, so nothing is written to it after.
+ */
+static struct req *req_running;
+static int64_t req_running_us;
+
+static void req_note_handler_time(struct req *rq)
+{
+	if (rq == req_running)
+		rq->handler_us = clock_mono_us() - req_running_us;
+}
+
+static void req_throttled(struct loop_timer *t);
+
+/* Replies held back for their throttle time (versions before KIP-219), so shutdown can free them. */
+static struct req **req_held;
+static int req_nheld, req_capheld;
+
+static void req_hold(struct req *rq, int64_t ms)
+{
+	if (req_nheld == req_capheld) {
+		int cap = req_capheld ? req_capheld * 2 : 16;
+		struct req **n = realloc(req_held, (size_t)cap * sizeof(*n));
+
+		if (!n) {
+			req_send_reply(rq); /* answered now rather than lost */
+			return;
+		}
+		req_held = n;
+		req_capheld = cap;
+	}
+	req_held[req_nheld++] = rq;
+	loop_timer_cancel(rq->b->loop, &rq->timer);
+	loop_timer_init(&rq->timer, req_throttled);
+	loop_timer_set(rq->b->loop, &rq->timer, clock_mono_ms() + ms);
+}
+
+static void req_unhold(struct req *rq)
+{
+	for (int i = 0; i < req_nheld; i++)
+		if (req_held[i] == rq) {
+			req_held[i] = req_held[--req_nheld];
+			return;
+		}
+}
+
+static void req_throttled(struct loop_timer *t)
+{
+	struct req *rq = (struct req *)((char *)t - offsetof(struct req, timer));
+
+	req_unhold(rq);
+	req_send_reply(rq);
+}
+
+void req_drop_held(void)
+{
+	while (req_nheld > 0) {
+		struct req *rq = req_held[--req_nheld];
+
+		loop_timer_cancel(rq->b->loop, &rq->timer);
+		conn_slot_done(rq->c, rq->slot, NULL);
+		req_free(rq);
+	}
+	free(req_held);
+	req_held = NULL;
+	req_capheld = 0;
+}
+
+void req_reply(struct req *rq)
+{
+	int64_t hold_ms;
+
+	req_note_handler_time(rq);
+	hold_ms = throttle_apply(rq, true);
+
+	if (hold_ms <= 0) {
+		req_send_reply(rq);
+		return;
+	}
+	/* a client older than KIP-219 gets its answer when the throttle time is over */
+	req_hold(rq, hold_ms);
+}
+
 void req_noreply(struct req *rq)
 {
+	req_note_handler_time(rq);
+	throttle_apply(rq, false);
 	conn_slot_done(rq->c, rq->slot, NULL);
 	req_free(rq);
 }
@@ -215,7 +308,10 @@ static void req_run(struct req *rq, struct rd *r)
 	pa->resp_init(rq->out);
 	log_debug(LOGC_PROTO, "proto", "%s: %s v%d corr %d", conn_peer(rq->c), pa->name, rq->hdr.api_version,
 		  rq->hdr.correlation_id);
+	req_running = rq;
+	req_running_us = clock_mono_us();
 	req_finish(rq, api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out));
+	req_running = NULL;
 }
 
 void req_finish(struct req *rq, int res)

@@ -47,6 +47,7 @@ struct req {
 	void *hold;                      /* handler-owned state for on_free */
 	int64_t start_us;                /* clock_mono_us() when read (request total time) */
 	bool refused;                    /* the connection was closed for it (error count) */
+	int64_t handler_us;              /* its handler's time on the loop when answered at once (request_percentage) */
 };
 
 typedef int api_handler_fn(struct req *rq, const void *in, void *out);
@@ -63,6 +64,8 @@ bool api_served(const struct broker *b, int16_t api_key);
 
 /* Encodes rq->out, queues it on the connection and frees rq. */
 void req_reply(struct req *rq);
+/* Shutdown: frees the replies held back for their throttle time (client quotas), unsent. */
+void req_drop_held(void);
 /* Finishes rq with no response and frees it. */
 void req_noreply(struct req *rq);
 /* Resets rq->out to the response defaults (for a handler re-run after parking). */

@@ -127,6 +127,11 @@ static const struct conf_def defs[] = {
 	    "connection)."),
 	I64("connections.max.idle.ms", connections_max_idle_ms, -1, I64MAX, "600000", false,
 	    "Close client connections idle this long; -1 never."),
+	I32("quota.window.num", quota_window_num, 1, 1000, "11", false,
+	    "Client quotas (docs/operations.md): the number of samples each client's byte and request rates are "
+	    "measured over."),
+	I32("quota.window.size.seconds", quota_window_size_seconds, 1, 3600, "1", false,
+	    "Client quotas: the length of each sample of a client's rates, in seconds."),
 	/* segments, retention, indexes */
 	I32("log.segment.bytes", log_segment_bytes, 14, I32MAX, "1073741824", true,
 	    "Size at which a segment is rolled; default for the topic config `segment.bytes`."),

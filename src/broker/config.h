@@ -112,6 +112,8 @@ struct broker_cfg {
 	int64_t queued_max_request_bytes; /* -1 = no limit beyond per-connection caps */
 	int32_t queued_max_requests;
 	int64_t connections_max_idle_ms;
+	int32_t quota_window_num; /* client quotas (broker/quota.h) */
+	int32_t quota_window_size_seconds;
 	/* segments, retention, indexes */
 	int32_t log_segment_bytes;
 	int64_t log_roll_ms; /* nullable: use config_roll_ms() */

@@ -31,6 +31,11 @@ int h_incremental_alter_configs(struct req *rq, const void *in, void *out);
 int h_init_producer_id(struct req *rq, const void *in, void *out); /* h_idem.c */
 /* h_logdirs.c: what each log directory holds */
 int h_describe_log_dirs(struct req *rq, const void *in, void *out);
+/* h_quota.c: client quotas (quota.h); quotas_start() loads them from the first log dir, 0 or -errno */
+int h_describe_client_quotas(struct req *rq, const void *in, void *out);
+int h_alter_client_quotas(struct req *rq, const void *in, void *out);
+int quotas_start(struct broker *b);
+void quotas_stop(void);
 /* h_group.c: consumer groups and committed offsets */
 int h_find_coordinator(struct req *rq, const void *in, void *out);
 int h_join_group(struct req *rq, const void *in, void *out);

@@ -696,6 +696,8 @@ int server_start(struct broker *b)
 		err = cleaner_start(b, &b->cleaner);
 	if (!err)
 		err = fetch_sessions_start(b);
+	if (!err)
+		err = quotas_start(b);
 	if (!err && (err = server_listen(b)) == -EINVAL)
 		b->exit_code = 2; /* bad listeners or ssl.* settings (logged) */
 	if (!err)
@@ -761,10 +763,12 @@ void server_stop(struct broker *b)
 	server_log_sync_stats(b);
 	syncer_stop(b->syncer); /* syncs what is still dirty */
 	park_drop();            /* their connections are gone */
+	req_drop_held();        /* replies held for a throttle time */
 	groups_stop(b);         /* answers parked JoinGroup/SyncGroup */
 	txns_stop(b);
 	conn_reap();
 	fetch_sessions_stop(b); /* after the last parked fetch is answered */
+	quotas_stop();
 	registry_close(b->reg);
 	close(server_signal_io.fd);
 	loop_free(b->loop);

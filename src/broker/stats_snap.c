@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/quota.h"
 #include "broker/registry.h"
 #include "broker/stats.h"
 #include "coord/group.h"
@@ -36,6 +37,7 @@ static void stats_snap_free(struct stats_snap *s)
 		free(s->lags[i].topic);
 	}
 	free(s->lags);
+	free(s->quotas);
 	free(s->topics);
 	free(s->parts);
 	free(s);
@@ -147,6 +149,36 @@ static bool stats_snap_groups(struct broker *b, struct stats_snap *s)
 	return true;
 }
 
+/* A label value in place: bytes outside printable ASCII, quotes and backslashes become '_'. */
+static void stats_label_fix(char *p)
+{
+	for (; *p; p++)
+		if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
+			*p = '_';
+}
+
+/* Each client's byte and request rates and throttle time (quota.h); false when out of memory. */
+static bool stats_snap_quotas(struct stats_snap *s)
+{
+	int n = quota_metric_count();
+	int64_t now = clock_mono_ms();
+
+	if (n > STATS_QUOTAS_MAX)
+		n = STATS_QUOTAS_MAX;
+	if (!n)
+		return true;
+	s->quotas = calloc((size_t)n, sizeof(*s->quotas));
+	if (!s->quotas)
+		return false;
+	for (int i = 0; i < n; i++) {
+		quota_metric_get(i, now, &s->quotas[i]);
+		stats_label_fix(s->quotas[i].user);
+		stats_label_fix(s->quotas[i].client_id);
+	}
+	s->nquotas = n;
+	return true;
+}
+
 static struct stats_snap *stats_snap_build(struct broker *b)
 {
 	struct stats_snap *s = calloc(1, sizeof(*s));
@@ -156,7 +188,7 @@ static struct stats_snap *stats_snap_build(struct broker *b)
 	s->refs = 1;
 	s->taken_ms = clock_wall_ms();
 	s->connections = stats_connections();
-	if (!stats_snap_topics(b, s) || !stats_snap_groups(b, s)) {
+	if (!stats_snap_topics(b, s) || !stats_snap_groups(b, s) || !stats_snap_quotas(s)) {
 		log_error("metrics: out of memory taking a snapshot");
 		stats_snap_free(s);
 		return NULL;

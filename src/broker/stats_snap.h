@@ -10,9 +10,11 @@
 #include <stdint.h>
 
 struct broker;
+struct quota_metric;
 
 #define STATS_SNAP_WAIT_MS 1000
-#define STATS_LAGS_MAX 10000 /* consumer lag series (group, topic, partition) per scrape */
+#define STATS_LAGS_MAX 10000   /* consumer lag series (group, topic, partition) per scrape */
+#define STATS_QUOTAS_MAX 10000 /* client quota rates (kind, user, client-id) per scrape */
 
 /* A copy of loop-owned state, immutable once published. */
 struct stats_part {
@@ -42,7 +44,9 @@ struct stats_snap {
 	struct stats_lag *lags;
 	int32_t groups_by_state[5]; /* enum group_state */
 	int32_t connections;
-	int refs; /* under the publication lock */
+	int32_t nquotas;             /* client rates, at most STATS_QUOTAS_MAX */
+	struct quota_metric *quotas; /* labels sanitised as group ids are */
+	int refs;                    /* under the publication lock */
 };
 
 /* The loop this broker runs on and the state snapshots are taken from (server_start). */

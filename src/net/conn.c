@@ -18,6 +18,7 @@
 #include "net/conn.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,9 @@ struct conn {
 	bool want_out;     /* xt's last call waits for the socket to be writable */
 	bool on_pending;   /* on conn_pending (holds a reference) */
 	struct conn *pend_next;
-	uint8_t *fbuf;   /* CONN_FBUF_BYTES, for file slices through xt */
-	char *principal; /* xt's peer identity, NULL if none */
+	uint8_t *fbuf;          /* CONN_FBUF_BYTES, for file slices through xt */
+	char *principal;        /* xt's peer identity, NULL if none */
+	struct loop_timer mute; /* armed while muted (client quota throttling); holds a reference */
 };
 
 static struct conn *conn_reap_list;
@@ -119,6 +121,7 @@ static void conn_on_io(struct loop_io *io, uint32_t events);
 static void conn_send(struct conn *c);
 static void conn_update_events(struct conn *c);
 static bool conn_paused(const struct conn *c);
+static void conn_unmute(struct loop_timer *t);
 
 static void conn_peer_name(struct conn *c)
 {
@@ -164,6 +167,7 @@ int conn_new(struct loop *loop, int fd, const struct conn_cfg *cfg, struct conn 
 	c->refs = 1;
 	c->id = conn_next_id++;
 	c->active_ms = clock_mono_ms();
+	loop_timer_init(&c->mute, conn_unmute);
 	conn_peer_name(c);
 	if (cfg->xport) {
 		err = cfg->xport->open(cfg->xport_arg, fd, &c->xt);
@@ -355,6 +359,10 @@ void conn_close(struct conn *c, const char *why)
 	if (c->xt)
 		c->cfg.xport->close(c->xt);
 	c->xt = NULL;
+	if (loop_timer_armed(&c->mute)) {
+		loop_timer_cancel(c->loop, &c->mute);
+		conn_put(c);
+	}
 	close(c->io.fd);
 	c->io.fd = -1;
 	if (c->cfg.on_closed)
@@ -394,7 +402,7 @@ static void conn_slot_pop(struct conn *c)
 /* Paused by this connection's own queue: its replies will unpause it. */
 static bool conn_paused_self(const struct conn *c)
 {
-	return c->nslots >= c->cfg.slots_max || c->out_bytes > c->cfg.out_bytes_max;
+	return c->nslots >= c->cfg.slots_max || c->out_bytes > c->cfg.out_bytes_max || loop_timer_armed(&c->mute);
 }
 
 /*
@@ -554,6 +562,30 @@ static void conn_update_events(struct conn *c)
 }
 
 static void conn_parse(struct conn *c);
+
+void conn_mute(struct conn *c, int64_t ms)
+{
+	int64_t due = clock_mono_ms() + ms;
+
+	if (c->closed || ms <= 0 || (loop_timer_armed(&c->mute) && c->mute.due_ms >= due))
+		return;
+	if (!loop_timer_armed(&c->mute))
+		conn_get(c);
+	loop_timer_set(c->loop, &c->mute, due);
+	conn_update_events(c);
+}
+
+static void conn_unmute(struct loop_timer *t)
+{
+	struct conn *c = (struct conn *)((char *)t - offsetof(struct conn, mute));
+
+	if (!c->closed) {
+		if (!c->parsing && !c->frame && c->rlen >= 4 && !conn_paused_self(c))
+			conn_parse(c);
+		conn_update_events(c);
+	}
+	conn_put(c);
+}
 
 static void conn_send(struct conn *c)
 {

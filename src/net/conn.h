@@ -95,6 +95,13 @@ void conn_slot_done(struct conn *c, struct conn_slot *slot, struct wr *w);
  */
 void conn_slot_charge(struct conn_slot *slot, int64_t bytes);
 
+/*
+ * Stops reading from c for ms milliseconds (client quota throttling, as
+ * Kafka mutes a throttled channel); replies already queued still go out.
+ * A later call extends the mute, never shortens it.
+ */
+void conn_mute(struct conn *c, int64_t ms);
+
 /* Closes every open connection (shutdown). */
 void conn_close_all(void);
 /*

@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "broker/quota.h"
 #include "broker/stats.h"
 #include "broker/stats_snap.h"
 
@@ -114,6 +115,36 @@ static void metrics_lags(struct mbuf *m, const struct stats_snap *s)
 	mb_printf(m, "gregor_consumergroup_lag_series_dropped %d\n", s->lags_dropped);
 }
 
+/* Per-client rates and throttle time, named as Kafka's JMX exporter names its quota sensors. */
+static void metrics_quotas(struct mbuf *m, const struct stats_snap *s)
+{
+	static const struct {
+		const char *rate, *rate_help, *throttle;
+	} qm[QUOTA_KINDS] = {
+		[QUOTA_PRODUCE] = { "kafka_server_produce_byte_rate", "Produce request bytes per second, per client.",
+				    "kafka_server_produce_throttle_time" },
+		[QUOTA_FETCH] = { "kafka_server_fetch_byte_rate", "Fetch response record bytes per second, per client.",
+				  "kafka_server_fetch_throttle_time" },
+		[QUOTA_REQUEST] = { "kafka_server_request_request_time",
+				    "Request handler time as a percentage of one thread, per client.",
+				    "kafka_server_request_throttle_time" },
+	};
+
+	for (int k = 0; k < QUOTA_KINDS; k++) {
+		mb_head(m, qm[k].rate, "gauge", qm[k].rate_help);
+		for (int32_t i = 0; i < s->nquotas; i++)
+			if (s->quotas[i].kind == k)
+				mb_printf(m, "%s{user=\"%s\",client_id=\"%s\"} %.3f\n", qm[k].rate, s->quotas[i].user,
+					  s->quotas[i].client_id, s->quotas[i].rate);
+		mb_head(m, qm[k].throttle, "gauge",
+			"Milliseconds of throttling per second over the quota window, per client.");
+		for (int32_t i = 0; i < s->nquotas; i++)
+			if (s->quotas[i].kind == k)
+				mb_printf(m, "%s{user=\"%s\",client_id=\"%s\"} %.3f\n", qm[k].throttle,
+					  s->quotas[i].user, s->quotas[i].client_id, s->quotas[i].throttle_ms);
+	}
+}
+
 static void metrics_partitions(struct mbuf *m, const struct stats_snap *s)
 {
 	static const char *states[5] = { "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead" };
@@ -137,6 +168,7 @@ static void metrics_partitions(struct mbuf *m, const struct stats_snap *s)
 		mb_printf(m, "kafka_coordinator_group_groupmetadatamanager_numgroups{state=\"%s\"} %d\n", states[i],
 			  s->groups_by_state[i]);
 	metrics_lags(m, s);
+	metrics_quotas(m, s);
 	mb_head(m, "gregor_metrics_snapshot_seconds", "gauge",
 		"Event-loop time spent copying the state this scrape shows (topics, partitions, groups).");
 	mb_printf(m, "gregor_metrics_snapshot_seconds %.6f\n", (double)s->build_us / 1e6);

@@ -1103,6 +1103,8 @@ struct proto_api {
 	int (*resp_decode)(struct rd *, struct arena *, int16_t, void *);
 	void (*req_encode)(struct wr *, int16_t, const void *);
 	void (*resp_encode)(struct wr *, int16_t, const void *);
+	int16_t throttle_min;       /* first version with a ThrottleTimeMs field, -1 if none */
+	size_t throttle_off;        /* offsetof the response's ThrottleTimeMs */
 };
 extern const struct proto_api proto_apis[API_COUNT];
 
@@ -1179,6 +1181,12 @@ def gen_source(apis, maxkey):
 		out.append('\t\t.resp_decode = %s_decode_v,' % p)
 		out.append('\t\t.req_encode = %s_encode_v,' % q)
 		out.append('\t\t.resp_encode = %s_encode_v,' % p)
+		thr = [f for f in api.response.fields if f.name == 'ThrottleTimeMs' and f.type == 'int32' and not f.array]
+		if thr and thr[0].versions:
+			out.append('\t\t.throttle_min = %d,' % thr[0].versions[0])
+			out.append('\t\t.throttle_off = offsetof(struct %s, ThrottleTimeMs),' % p)
+		else:
+			out.append('\t\t.throttle_min = -1,')
 		out.append('\t},')
 	out.append('};')
 	return '\n'.join(out) + '\n'
