@@ -66,6 +66,12 @@ int cluster_brokers(const struct cluster *cl, const struct cluster_broker **out)
 int32_t cluster_controller_id(const struct cluster *cl);
 /* /cluster/id, "" until read. */
 const char *cluster_id(const struct cluster *cl);
+/*
+ * OUT *id: a producer id unique in the cluster, from the blocks taken in
+ * /latest_producer_id_block (pidblock.h).  0, or -EAGAIN while no block is
+ * in hand (one is being taken: ask again shortly).
+ */
+int cluster_producer_id(struct cluster *cl, int64_t *id);
 /* Registered under /brokers/ids in the current session. */
 bool cluster_registered(const struct cluster *cl);
 

@@ -345,6 +345,33 @@ static void test_state(void **state)
 	free(doc);
 }
 
+static void test_pid_block(void **state)
+{
+	char *doc = znode_pid_block_encode(2, 1000, 1999);
+	json_t *got = load(doc),
+	       *exp = load("{\"version\":1,\"broker\":2,\"block_start\":\"1000\",\"block_end\":\"1999\"}");
+	const char *bad[] = {
+		"{\"version\":1,\"broker\":2,\"block_start\":1000,\"block_end\":\"1999\"}",
+		"{\"version\":1,\"broker\":2,\"block_start\":\"-1\",\"block_end\":\"999\"}",
+		"{\"version\":1,\"broker\":2,\"block_start\":\"10\",\"block_end\":\"9\"}",
+		"{\"version\":1,\"broker\":2,\"block_start\":\"1x\",\"block_end\":\"9\"}",
+		"{\"version\":1,\"broker\":2,\"block_start\":\"0\",\"block_end\":\"99999999999999999999\"}",
+		"[]",
+	};
+	int64_t start = -1, end = -1;
+
+	(void)state;
+	assert_true(json_equal(got, exp));
+	assert_int_equal(znode_pid_block_decode(doc, strlen(doc), &start, &end), 0);
+	assert_int_equal(start, 1000);
+	assert_int_equal(end, 1999);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(znode_pid_block_decode(bad[i], strlen(bad[i]), &start, &end), -EBADMSG);
+	json_decref(got);
+	json_decref(exp);
+	free(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_topic_decode),
 		cmocka_unit_test(test_topic_config_decode),
 		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_pid_block),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
