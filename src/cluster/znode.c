@@ -345,6 +345,29 @@ int znode_pid_block_decode(const char *json, size_t len, int64_t *block_start, i
 	return err;
 }
 
+char *znode_config_change_encode(const char *entity_path)
+{
+	json_t *root = json_object();
+
+	if (root && znode_set(root, "version", json_integer(2)) &&
+	    znode_set(root, "entity_path", json_string(entity_path)))
+		return znode_dump(root);
+	json_decref(root);
+	return NULL;
+}
+
+int znode_config_change_decode(const char *json, size_t len, char *entity_path, size_t n)
+{
+	json_t *root = znode_load(json, len);
+	const char *s = root ? json_string_value(json_object_get(root, "entity_path")) : NULL;
+	int err = s && strlen(s) < n ? 0 : -EBADMSG;
+
+	if (!err)
+		memcpy(entity_path, s, strlen(s) + 1);
+	json_decref(root);
+	return err;
+}
+
 char *znode_cluster_id_encode(const char *cluster_id)
 {
 	json_t *root = json_object();

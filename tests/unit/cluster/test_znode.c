@@ -372,6 +372,24 @@ static void test_pid_block(void **state)
 	free(doc);
 }
 
+static void test_config_change(void **state)
+{
+	char *doc = znode_config_change_encode("topics/t1"), entity[16];
+	json_t *got = load(doc), *exp = load("{\"version\":2,\"entity_path\":\"topics/t1\"}");
+	const char *longer = "{\"version\":2,\"entity_path\":\"topics/a-much-longer-name\"}";
+	const char *bad = "{\"version\":2,\"entity_path\":7}";
+
+	(void)state;
+	assert_true(json_equal(got, exp));
+	assert_int_equal(znode_config_change_decode(doc, strlen(doc), entity, sizeof(entity)), 0);
+	assert_string_equal(entity, "topics/t1");
+	assert_int_equal(znode_config_change_decode(longer, strlen(longer), entity, sizeof(entity)), -EBADMSG);
+	assert_int_equal(znode_config_change_decode(bad, strlen(bad), entity, sizeof(entity)), -EBADMSG);
+	json_decref(got);
+	json_decref(exp);
+	free(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +408,7 @@ int main(void)
 		cmocka_unit_test(test_topic_config_decode),
 		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_pid_block),
+		cmocka_unit_test(test_config_change),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
