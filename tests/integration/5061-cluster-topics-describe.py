@@ -23,7 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from gregor import build_bin, check, eq, log, main, wait_until  # noqa: E402
-from zookeeper import ZooKeeper, cluster_broker  # noqa: E402
+from zookeeper import ZooKeeper, cluster_broker, wait_listed  # noqa: E402
 
 CHROOT = "/gregor/c61"
 SESSION = {"zookeeper_session_timeout_ms": 3000, "zookeeper_connection_timeout_ms": 1000}
@@ -95,6 +95,7 @@ def test():
             brokers = [cluster_broker(zk.connect, i, CHROOT, **SESSION) for i in (1, 2, 3)]
             wait_until(lambda: zc.exists(CHROOT + "/controller") and
                        len(zc.get_children(CHROOT + "/brokers/ids")) == 3, 20, "three brokers and a controller")
+            wait_listed(brokers)
             wait_until(lambda: subprocess.run(
                 [build_bin("gregor-topics"), "--bootstrap-server", brokers[1].bootstrap, "--create", "--topic",
                  TOPIC, "--partitions", "6", "--replication-factor", "1"], capture_output=True,

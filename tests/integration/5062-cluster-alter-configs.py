@@ -25,7 +25,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import kwire  # noqa: E402
 from gregor import check, eq, log, main, wait_until  # noqa: E402
-from zookeeper import ZooKeeper, cluster_broker  # noqa: E402
+from zookeeper import ZooKeeper, cluster_broker, wait_listed  # noqa: E402
 
 CHROOT = "/gregor/c62"
 SESSION = {"zookeeper_session_timeout_ms": 6000, "zookeeper_connection_timeout_ms": 2000}
@@ -96,6 +96,7 @@ def test():
             b1, b2, b3 = brokers
             wait_until(lambda: zc.exists(CHROOT + "/controller") and
                        len(zc.get_children(CHROOT + "/brokers/ids")) == 3, 20, "three brokers and a controller")
+            wait_listed(brokers)
             create(b1, TOPIC, 6)
             a = zjson(zc, "/brokers/topics/" + TOPIC)["partitions"]
             eq(sorted(set(r[0] for r in a.values())), [1, 2, 3], "every broker holds a partition")
