@@ -100,7 +100,9 @@ def test():
             create(b1, TOPIC, 6)
             a = zjson(zc, "/brokers/topics/" + TOPIC)["partitions"]
             eq(sorted(set(r[0] for r in a.values())), [1, 2, 3], "every broker holds a partition")
-            wait_until(lambda: all(describe_ok(b) for b in brokers), 15, "every broker made its partitions")
+            wait_until(lambda: all(os.path.isdir(brokers[r[0] - 1].partition_dir(TOPIC, int(p))) for p, r in a.items())
+                       and all(os.path.isdir(b.partition_dir(TOPIC, 0)) and describe_ok(b) for b in brokers), 15,
+                       "every broker made its partitions (a topic's files are done once <t>-0 is there)")
 
             alter(b1, {"retention.ms": "3600000", "cleanup.policy": "compact"})
             eq(zjson(zc, "/config/topics/" + TOPIC),
