@@ -105,9 +105,9 @@ def test():
                        "every broker made its partitions (a topic's files are done once <t>-0 is there)")
 
             alter(b1, {"retention.ms": "3600000", "cleanup.policy": "compact"})
-            eq(zjson(zc, "/config/topics/" + TOPIC),
-               {"version": 1, "config": {"retention.ms": "3600000", "cleanup.policy": "compact"}},
-               "/config/topics/%s" % TOPIC)
+            # the request is answered once broker 1 applied it; ZooKeeper takes it a round trip later
+            want_zk = {"version": 1, "config": {"retention.ms": "3600000", "cleanup.policy": "compact"}}
+            wait_until(lambda: zjson(zc, "/config/topics/" + TOPIC) == want_zk, 5, "/config/topics/%s" % TOPIC)
             changes = sorted(zc.get_children(CHROOT + "/config/changes"))
             check(changes and changes[-1].startswith("config_change_") and len(changes[-1]) == 24,
                   "a sequential config_change_ notification: %r" % changes)
@@ -122,7 +122,8 @@ def test():
             want = {"retention.ms": ("7200000", False), "cleanup.policy": ("delete", True)}
             for b in (b1, b3):
                 wait_shown(b, want, "the overrides changed through broker 2")
-            eq(zjson(zc, "/config/topics/" + TOPIC)["config"], {"retention.ms": "7200000"}, "overrides in zookeeper")
+            wait_until(lambda: zjson(zc, "/config/topics/" + TOPIC)["config"] == {"retention.ms": "7200000"}, 5,
+                       "overrides in zookeeper")
             log("IncrementalAlterConfigs through broker 2 seen through brokers 1 and 3")
 
             eq(b3.stop(), 0, "exit status of broker 3")
