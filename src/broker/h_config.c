@@ -31,6 +31,7 @@
 
 #include "broker/broker.h"
 #include "broker/registry.h"
+#include "broker/topic_zk.h"
 #include "proto/kerr.h"
 #include "util/log.h"
 
@@ -379,6 +380,9 @@ static int16_t cfg_alter_topic(struct req *rq, struct topic *t, const struct cfg
 			err = KERR_UNKNOWN_SERVER_ERROR;
 		} else {
 			log_info("topic '%s': configs updated", t->name);
+			if (rq->b->cluster && (rc = topic_zk_config_write(rq->b, t)) < 0)
+				log_warn("topic '%s': cannot write its config to zookeeper: %s", t->name,
+					 strerror(-rc));
 		}
 	}
 	topic_cfg_release(&scratch);

@@ -26,6 +26,7 @@
 
 #include "broker/broker.h"
 #include "broker/handlers.h"
+#include "cluster/cluster.h"
 #include "coord/pid.h"
 #include "proto/kerr.h"
 #include "util/log.h"
@@ -55,11 +56,19 @@ static struct pid_alloc *idem_pid_alloc(struct broker *b)
 	return idem_pids;
 }
 
-/* Transactions: txn_init_producer_id() lives in h_txn.c; it takes its ids from here. */
+/*
+ * Transactions: txn_init_producer_id() lives in h_txn.c; it takes its ids
+ * from here.  Cluster mode: from the cluster's blocks in ZooKeeper
+ * (cluster.h), so that no two brokers hand out the same id; -EAGAIN while
+ * none is in hand.  A single node: from the log dir (pid.h).
+ */
 int idem_next_producer_id(struct broker *b, int64_t *id)
 {
-	struct pid_alloc *pa = idem_pid_alloc(b);
+	struct pid_alloc *pa;
 
+	if (b->cluster)
+		return cluster_producer_id(b->cluster, id);
+	pa = idem_pid_alloc(b);
 	return pa ? pid_next(pa, id) : -EIO;
 }
 
@@ -67,8 +76,8 @@ static int16_t idem_new_id(struct broker *b, struct InitProducerIdResponse *out)
 {
 	struct pid_alloc *pa = idem_pid_alloc(b);
 
-	/* a disk error: retriable for the client, which backs off and retries */
-	if (!pa || pid_next(pa, &out->ProducerId))
+	/* a disk error or no block from ZooKeeper yet: retriable for the client, which backs off and retries */
+	if (!pa || idem_next_producer_id(b, &out->ProducerId))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	out->ProducerEpoch = 0;
 	pid_epoch_set(pa, out->ProducerId, 0);

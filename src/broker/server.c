@@ -32,6 +32,7 @@
 #include "broker/stats.h"
 #include "broker/stats_snap.h"
 #include "broker/syncer.h"
+#include "broker/topic_zk.h"
 #include "cluster/cluster.h"
 #include "cluster/mcache.h"
 #include "log/partition.h"
@@ -640,6 +641,8 @@ static int server_cluster_start(struct broker *b)
 		.client_listener = b->listener_name,
 		.on_fatal = server_on_cluster_fatal,
 		.fatal_arg = b,
+		.on_topic_config = topic_zk_config_changed,
+		.topic_config_arg = b,
 	};
 	size_t at = 0;
 

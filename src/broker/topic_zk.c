@@ -9,13 +9,16 @@
 #include "broker/topic_zk.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include "broker/broker.h"
 #include "cluster/assign.h"
+#include "broker/registry.h"
 #include "cluster/znode.h"
+#include "util/log.h"
 
 int topic_zk_live(const struct broker *b)
 {
@@ -104,4 +107,82 @@ int topic_zk_autocreate(struct req *rq, struct kstr name, int32_t nparts, const 
 	in.NumPartitions = nparts;
 	in.ReplicationFactor = 1;
 	return topic_zk_create(rq, &in, nparts, 1, id, done, arg);
+}
+
+int topic_zk_config_write(struct broker *b, const struct topic *t)
+{
+	const struct conf_table *tab = topic_cfg_table();
+	const char **names = calloc(tab->ndefs + 1, sizeof(*names));
+	const char **values = calloc(tab->ndefs + 1, sizeof(*values));
+	char *text = malloc(tab->ndefs * TOPIC_ZK_VALUE_MAX + 1), *config = NULL;
+	int n = 0, rc = -ENOMEM;
+
+	for (size_t i = 0; names && values && text && i < tab->ndefs; i++) {
+		const char *key = tab->defs[i].name;
+		char *v = text + i * TOPIC_ZK_VALUE_MAX;
+
+		if (!topic_cfg_is_set(&t->cfg, key) || topic_cfg_get(&t->cfg, key, v, TOPIC_ZK_VALUE_MAX, NULL, NULL))
+			continue;
+		names[n] = key;
+		values[n++] = v;
+	}
+	if (names && values && text)
+		config = znode_topic_config_encode(names, values, n);
+	if (config)
+		rc = cluster_topic_config_write(b->cluster, t->name, config);
+	free(config);
+	free(text);
+	free(values);
+	free(names);
+	return rc;
+}
+
+struct topic_zk_change {
+	struct broker *b;
+	char name[];
+};
+
+/* cluster_config_fn: the topic's overrides as ZooKeeper holds them replace what this broker has. */
+static void topic_zk_on_config(void *arg, int err, const struct znode_config *zc)
+{
+	struct topic_zk_change *ch = arg;
+	struct topic *t = registry_find(ch->b->reg, kstr_c(ch->name));
+	struct topic_cfg tc, old;
+	char msg[256];
+
+	if (!err && t && topic_cfg_init(&tc, &ch->b->cfg) == 0) {
+		for (int i = 0; i < zc->n; i++)
+			if (topic_cfg_set(&tc, zc->names[i], zc->values[i], msg, sizeof(msg)) < 0)
+				log_warn("topic '%s': override %s=%s ignored: %s", ch->name, zc->names[i],
+					 zc->values[i], msg);
+		old = t->cfg;
+		t->cfg = tc;
+		topic_cfg_release(&old);
+		err = registry_save_cfg(ch->b->reg, t);
+		if (err)
+			log_error("topic '%s': cannot save configs: %s", ch->name, strerror(-err));
+		else
+			log_info("topic '%s': configs updated from zookeeper", ch->name);
+	} else if (err && err != -ENOTCONN && t) {
+		log_warn("topic '%s': its changed config could not be read from zookeeper: %s", ch->name,
+			 strerror(-err));
+	}
+	free(ch);
+}
+
+void topic_zk_config_changed(void *arg, const char *topic)
+{
+	struct broker *b = arg;
+	size_t len = strlen(topic);
+	struct topic_zk_change *ch;
+
+	if (!registry_find(b->reg, kstr_c(topic)))
+		return; /* no replica here: nothing to apply */
+	ch = malloc(sizeof(*ch) + len + 1);
+	if (!ch)
+		return;
+	ch->b = b;
+	memcpy(ch->name, topic, len + 1);
+	if (cluster_topic_config(b->cluster, topic, topic_zk_on_config, ch))
+		free(ch);
 }

@@ -31,4 +31,15 @@ int topic_zk_create(struct req *rq, const struct CreateTopicsRequestTopic *in, i
 int topic_zk_autocreate(struct req *rq, struct kstr name, int32_t nparts, const struct kuuid *id, cluster_done_fn *done,
 			void *arg);
 
+/*
+ * Cluster mode: after AlterConfigs changed t's config here, writes its
+ * overrides to /config/topics/<t> and a change notification, so every
+ * broker applies them (cluster.h).  0 or -errno (logged by the caller).
+ */
+struct topic;
+#define TOPIC_ZK_VALUE_MAX 4096
+int topic_zk_config_write(struct broker *b, const struct topic *t);
+/* cluster_cfg.on_topic_config: reads /config/topics/<topic> and applies it to the topic here, if held. */
+void topic_zk_config_changed(void *arg, const char *topic);
+
 #endif

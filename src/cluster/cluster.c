@@ -28,8 +28,10 @@
 #include "cluster/controller.h"
 #include "cluster/deleter.h"
 #include "cluster/channel.h"
+#include "cluster/confchange.h"
 #include "cluster/leaders.h"
 #include "cluster/notify.h"
+#include "cluster/pidblock.h"
 #include "cluster/topics.h"
 #include "cluster/zk.h"
 #include "net/loop.h"
@@ -65,6 +67,8 @@ struct cluster {
 	struct leaders leaders;  /* as controller: the partition states (leaders.h) */
 	struct deleter deleter;  /* as controller: topics marked for deletion (deleter.h) */
 	struct channel *channel; /* as controller: the requests to every broker (channel.h) */
+	struct pidblock pids;    /* producer ids from /latest_producer_id_block (pidblock.h) */
+	struct confchange confs; /* /config/changes followed (confchange.h) */
 };
 
 /* One listing of /brokers/ids under way: the registrations read so far. */
@@ -311,6 +315,9 @@ static void cluster_registered_now(struct cluster *cl)
 	cluster_set_state(cl, CL_REGISTERED);
 	controller_session_start(&cl->ctl, cl->session_id);
 	cluster_watch_brokers(cl);
+	pidblock_fill(&cl->pids);
+	if (cl->cfg.on_topic_config)
+		confchange_run(&cl->confs);
 }
 
 static void cluster_fatal(struct cluster *cl, int code)
@@ -577,6 +584,8 @@ static void cluster_on_event(void *arg, enum zk_event ev, const char *path, int6
 			cluster_run_leaders(cl);
 		else if (deleter_watches(path) && controller_is_active(&cl->ctl))
 			deleter_run(&cl->deleter);
+		else if (confchange_watches(path) && cl->cfg.on_topic_config)
+			confchange_run(&cl->confs);
 		break;
 	case ZK_EV_CHANGED:
 		if (leaders_watches(path)) {
@@ -653,6 +662,8 @@ int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct clust
 	cl->leaders.on_pass = cluster_on_pass;
 	cl->leaders.on_pass_arg = cl;
 	deleter_init(&cl->deleter, cl->zk);
+	pidblock_init(&cl->pids, cl->zk, cfg->broker_id);
+	confchange_init(&cl->confs, cl->zk, cfg->on_topic_config, cfg->topic_config_arg);
 	cl->deleter.on_delete = cluster_on_delete;
 	cl->deleter.on_delete_arg = cl;
 	log_info("cluster mode: broker %d joining through zookeeper %s", cfg->broker_id, cfg->zookeeper_connect);
@@ -669,6 +680,8 @@ void cluster_stop(struct cluster *cl)
 	loop_timer_cancel(cl->loop, &cl->retry_timer);
 	leaders_stop(&cl->leaders);
 	deleter_stop(&cl->deleter);
+	pidblock_stop(&cl->pids);
+	confchange_stop(&cl->confs);
 	zk_free(cl->zk); /* closes the session: our registration and /controller go at once */
 	channel_free(cl->channel);
 	free(cl->registration);
@@ -680,6 +693,11 @@ int cluster_brokers(const struct cluster *cl, const struct cluster_broker **out)
 {
 	*out = cl->brokers;
 	return cl->nbrokers;
+}
+
+int cluster_producer_id(struct cluster *cl, int64_t *id)
+{
+	return pidblock_next(&cl->pids, id);
 }
 
 int32_t cluster_controller_id(const struct cluster *cl)
@@ -726,4 +744,9 @@ int cluster_topic_grow(struct cluster *cl, const char *name, int32_t nparts, int
 	return cluster_ready(cl)
 		       ? topics_grow(cl->zk, cl->brokers, cl->nbrokers, name, nparts, total, manual, done, arg)
 		       : -ENOTCONN;
+}
+
+int cluster_topic_config_write(struct cluster *cl, const char *name, const char *config)
+{
+	return cluster_ready(cl) ? confchange_write(cl->zk, name, config) : -ENOTCONN;
 }

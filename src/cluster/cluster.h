@@ -44,6 +44,9 @@ struct cluster_cfg {
 	const char *client_listener; /* listener whose endpoint Metadata reports for each broker */
 	cluster_fatal_fn *on_fatal;  /* the broker must stop with this exit status */
 	void *fatal_arg;
+	/* a topic's config changed in ZooKeeper (/config/changes): read /config/topics/<topic> and apply it */
+	void (*on_topic_config)(void *arg, const char *topic);
+	void *topic_config_arg;
 };
 
 /* One live broker as Metadata reports it. */
@@ -66,6 +69,12 @@ int cluster_brokers(const struct cluster *cl, const struct cluster_broker **out)
 int32_t cluster_controller_id(const struct cluster *cl);
 /* /cluster/id, "" until read. */
 const char *cluster_id(const struct cluster *cl);
+/*
+ * OUT *id: a producer id unique in the cluster, from the blocks taken in
+ * /latest_producer_id_block (pidblock.h).  0, or -EAGAIN while no block is
+ * in hand (one is being taken: ask again shortly).
+ */
+int cluster_producer_id(struct cluster *cl, int64_t *id);
 /* Registered under /brokers/ids in the current session. */
 bool cluster_registered(const struct cluster *cl);
 
@@ -98,6 +107,14 @@ void cluster_topic_delete(struct cluster *cl, const char *name);
  */
 int cluster_topic_grow(struct cluster *cl, const char *name, int32_t nparts, int32_t total, const int32_t *manual,
 		       cluster_done_fn *done, void *arg);
+
+/*
+ * A topic's config changed here (AlterConfigs): writes its overrides
+ * (config: znode_topic_config_encode) to /config/topics/<name> and a
+ * notification /config/changes/config_change_<n>, so every broker applies
+ * them (on_topic_config).  A failure is logged.  0 or -ENOTCONN / -ENOMEM.
+ */
+int cluster_topic_config_write(struct cluster *cl, const char *name, const char *config);
 
 /* err 0 and cfg the overrides, or err -ENOENT (none written), -EBADMSG (not Kafka's), -ENOTCONN, -EIO. */
 typedef void cluster_config_fn(void *arg, int err, const struct znode_config *cfg);

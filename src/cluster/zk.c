@@ -603,8 +603,9 @@ int zk_multi(struct zk *zk, const struct zk_op *ops, int n, zk_done_fn *done, vo
 		}
 		if (ops[i].type == ZK_OP_CREATE)
 			zoo_create_op_init(&zops[i], full[i], ops[i].data, ops[i].len, &ZOO_OPEN_ACL_UNSAFE,
-					   ops[i].ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT, m->bufs[i],
-					   sizeof(m->bufs[i]));
+					   (ops[i].ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT) |
+						   (ops[i].sequential ? ZOO_SEQUENCE : 0),
+					   m->bufs[i], sizeof(m->bufs[i]));
 		else if (ops[i].type == ZK_OP_SET)
 			zoo_set_op_init(&zops[i], full[i], ops[i].data, ops[i].len, ops[i].version, &m->stats[i]);
 		else

@@ -107,6 +107,7 @@ struct zk_op {
 	const char *data;
 	int len;
 	bool ephemeral;  /* ZK_OP_CREATE */
+	bool sequential; /* ZK_OP_CREATE: the server appends a 10-digit sequence number to path */
 	int32_t version; /* ZK_OP_SET, ZK_OP_CHECK: expected version, -1 any */
 };
 #define ZK_MULTI_MAX 4

@@ -302,6 +302,72 @@ int znode_controller_decode(const char *json, size_t len, int32_t *broker_id)
 	return err;
 }
 
+char *znode_pid_block_encode(int32_t broker_id, int64_t block_start, int64_t block_end)
+{
+	json_t *root = json_object();
+
+	if (root && znode_set(root, "version", json_integer(1)) && znode_set(root, "broker", json_integer(broker_id)) &&
+	    znode_set(root, "block_start", znode_ms_string(block_start)) &&
+	    znode_set(root, "block_end", znode_ms_string(block_end)))
+		return znode_dump(root);
+	json_decref(root);
+	return NULL;
+}
+
+/* A decimal string member >= 0 (Kafka writes the block bounds as strings). */
+static int znode_i64_member(json_t *root, const char *key, int64_t *out)
+{
+	const char *s = json_string_value(json_object_get(root, key));
+	char *end;
+	long long v;
+
+	if (!s || !*s || *s < '0' || *s > '9')
+		return -EBADMSG;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end)
+		return -EBADMSG;
+	*out = v;
+	return 0;
+}
+
+int znode_pid_block_decode(const char *json, size_t len, int64_t *block_start, int64_t *block_end)
+{
+	json_t *root = znode_load(json, len);
+	int err = -EBADMSG;
+
+	if (!root)
+		return err;
+	if (!znode_i64_member(root, "block_start", block_start) && !znode_i64_member(root, "block_end", block_end) &&
+	    *block_start <= *block_end)
+		err = 0;
+	json_decref(root);
+	return err;
+}
+
+char *znode_config_change_encode(const char *entity_path)
+{
+	json_t *root = json_object();
+
+	if (root && znode_set(root, "version", json_integer(2)) &&
+	    znode_set(root, "entity_path", json_string(entity_path)))
+		return znode_dump(root);
+	json_decref(root);
+	return NULL;
+}
+
+int znode_config_change_decode(const char *json, size_t len, char *entity_path, size_t n)
+{
+	json_t *root = znode_load(json, len);
+	const char *s = root ? json_string_value(json_object_get(root, "entity_path")) : NULL;
+	int err = s && strlen(s) < n ? 0 : -EBADMSG;
+
+	if (!err)
+		memcpy(entity_path, s, strlen(s) + 1);
+	json_decref(root);
+	return err;
+}
+
 char *znode_cluster_id_encode(const char *cluster_id)
 {
 	json_t *root = json_object();

@@ -20,6 +20,10 @@
  *   /brokers/topics/<t>/partitions/<p>/state
  *                            {"controller_epoch":1,"leader":2,"version":1,"leader_epoch":0,"isr":[2]}
  *                            leader -1 while the partition has none
+ *   /config/changes/config_change_<10 digits>
+ *                            sequential: {"version":2,"entity_path":"topics/<t>"}, a config changed
+ *   /latest_producer_id_block {"version":1,"broker":1,"block_start":"1000","block_end":"1999"}
+ *                            the last block of producer ids taken (null data: none yet)
  *
  * Decoders never trust the bytes: anything malformed is -EBADMSG, never an
  * assertion, since another (possibly newer or foreign) broker wrote them.
@@ -130,6 +134,19 @@ struct znode_state {
 };
 char *znode_state_encode(const struct znode_state *st);
 int znode_state_decode(const char *json, size_t len, struct znode_state *out);
+
+#define ZNODE_CONFIG_CHANGES "/config/changes"
+#define ZNODE_CONFIG_CHANGE_PREFIX "config_change_"
+char *znode_config_change_encode(const char *entity_path);
+/* OUT: entity_path ("topics/<t>"), NUL-terminated.  0, or -EBADMSG (also when longer than n - 1). */
+int znode_config_change_decode(const char *json, size_t len, char *entity_path, size_t n);
+
+#define ZNODE_PID_BLOCK "/latest_producer_id_block"
+#define ZNODE_PID_BLOCK_SIZE 1000 /* Kafka's ProducerIdManager block size */
+/* /latest_producer_id_block; bounds inclusive.  NULL when out of memory. */
+char *znode_pid_block_encode(int32_t broker_id, int64_t block_start, int64_t block_end);
+/* 0, or -EBADMSG (not Kafka's, negative, or start above end). */
+int znode_pid_block_decode(const char *json, size_t len, int64_t *block_start, int64_t *block_end);
 
 /* Parses a child name of /brokers/ids as a broker id.  0 or -EINVAL. */
 int znode_broker_id_parse(const char *name, int32_t *id);

@@ -135,3 +135,15 @@ def cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_listed(brokers, timeout_s=20):
+    """Waits (bounded) until the Metadata of every broker in brokers lists all of them,
+    so that a topic created next is assigned over every one."""
+    import kwire
+
+    def listed(b):
+        r = kwire.call(b.port, 3, 1, kwire.metadata_v1_body([]))
+        return len(kwire.parse_metadata_v1(r.d[r.p:])["brokers"]) == len(brokers)
+    gregor.wait_until(lambda: all(listed(b) for b in brokers), timeout_s,
+                      "every broker's Metadata lists the %d brokers" % len(brokers))

@@ -345,6 +345,51 @@ static void test_state(void **state)
 	free(doc);
 }
 
+static void test_pid_block(void **state)
+{
+	char *doc = znode_pid_block_encode(2, 1000, 1999);
+	json_t *got = load(doc),
+	       *exp = load("{\"version\":1,\"broker\":2,\"block_start\":\"1000\",\"block_end\":\"1999\"}");
+	const char *bad[] = {
+		"{\"version\":1,\"broker\":2,\"block_start\":1000,\"block_end\":\"1999\"}",
+		"{\"version\":1,\"broker\":2,\"block_start\":\"-1\",\"block_end\":\"999\"}",
+		"{\"version\":1,\"broker\":2,\"block_start\":\"10\",\"block_end\":\"9\"}",
+		"{\"version\":1,\"broker\":2,\"block_start\":\"1x\",\"block_end\":\"9\"}",
+		"{\"version\":1,\"broker\":2,\"block_start\":\"0\",\"block_end\":\"99999999999999999999\"}",
+		"[]",
+	};
+	int64_t start = -1, end = -1;
+
+	(void)state;
+	assert_true(json_equal(got, exp));
+	assert_int_equal(znode_pid_block_decode(doc, strlen(doc), &start, &end), 0);
+	assert_int_equal(start, 1000);
+	assert_int_equal(end, 1999);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(znode_pid_block_decode(bad[i], strlen(bad[i]), &start, &end), -EBADMSG);
+	json_decref(got);
+	json_decref(exp);
+	free(doc);
+}
+
+static void test_config_change(void **state)
+{
+	char *doc = znode_config_change_encode("topics/t1"), entity[16];
+	json_t *got = load(doc), *exp = load("{\"version\":2,\"entity_path\":\"topics/t1\"}");
+	const char *longer = "{\"version\":2,\"entity_path\":\"topics/a-much-longer-name\"}";
+	const char *bad = "{\"version\":2,\"entity_path\":7}";
+
+	(void)state;
+	assert_true(json_equal(got, exp));
+	assert_int_equal(znode_config_change_decode(doc, strlen(doc), entity, sizeof(entity)), 0);
+	assert_string_equal(entity, "topics/t1");
+	assert_int_equal(znode_config_change_decode(longer, strlen(longer), entity, sizeof(entity)), -EBADMSG);
+	assert_int_equal(znode_config_change_decode(bad, strlen(bad), entity, sizeof(entity)), -EBADMSG);
+	json_decref(got);
+	json_decref(exp);
+	free(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +407,8 @@ int main(void)
 		cmocka_unit_test(test_topic_decode),
 		cmocka_unit_test(test_topic_config_decode),
 		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_pid_block),
+		cmocka_unit_test(test_config_change),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
