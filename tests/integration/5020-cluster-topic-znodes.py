@@ -34,7 +34,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 import kwire  # noqa: E402
 from gregor import check, eq, log, main, wait_until  # noqa: E402
-from zookeeper import ZooKeeper, cluster_broker  # noqa: E402
+from zookeeper import running_cluster  # noqa: E402
 
 CHROOT = "/gregor/c20"
 TOPIC = "spread12"
@@ -155,26 +155,13 @@ def refused(zc, brokers):
 
 
 def test():
-    brokers = []
-    with ZooKeeper() as zk:
-        try:
-            zc = zk.client()
-            brokers = [cluster_broker(zk.connect, i, CHROOT) for i in (1, 2, 3)]
-            wait_until(lambda: all(brokers_seen(b) == [1, 2, 3] for b in brokers), 20, "each broker sees all three")
-            spread(zc, brokers)
-            already_exists(zc, brokers)
-            refused(zc, brokers)
-            autocreate(zc, brokers)
-            grow(zc, brokers)
-            for b in brokers:
-                eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
-        except BaseException:
-            for b in brokers:
-                b.dump_log()
-            raise
-        finally:
-            for b in brokers:
-                b.cleanup(keep=False)
+    with running_cluster((1, 2, 3), CHROOT) as (zk, zc, brokers):
+        wait_until(lambda: all(brokers_seen(b) == [1, 2, 3] for b in brokers), 20, "each broker sees all three")
+        spread(zc, brokers)
+        already_exists(zc, brokers)
+        refused(zc, brokers)
+        autocreate(zc, brokers)
+        grow(zc, brokers)
 
 
 main(test)

@@ -32,7 +32,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import kwire  # noqa: E402
 from gregor import check, eq, log, main, wait_until  # noqa: E402
-from zookeeper import ZooKeeper, cluster_broker  # noqa: E402
+from zookeeper import running_cluster  # noqa: E402
 
 CHROOT = "/gregor/c21"
 SESSION_MS = 3000
@@ -123,84 +123,73 @@ def restart(b):
 
 
 def test():
-    brokers = []
-    with ZooKeeper() as zk:
-        try:
-            zc = zk.client()
-            brokers = [cluster_broker(zk.connect, i, CHROOT, **SESSION) for i in (1, 2, 3)]
-            ids = by_id(brokers)
-            wait_until(lambda: controller(zc) and sorted(int(c) for c in zc.get_children(CHROOT + "/brokers/ids"))
-                       == [1, 2, 3], 20, "three brokers and a controller")
-            time.sleep(0.5)  # each broker's listing of the others
-            ctl, epoch = controller(zc)
-            other = [i for i in (1, 2, 3) if i != ctl]
-            create(ids[other[0]], "lead12", 12)
-            a = assignment(zc, "lead12")
-            eq(sorted(set(a.values())), [1, 2, 3], "12 partitions over all brokers")
-            st = wait_states(zc, "lead12", 12, lambda p: (a[p], 0, [a[p]]), "states of lead12", 10)
-            for p, s in st.items():
-                eq(sorted(s), STATE_KEYS, "state keys of lead12-%d" % p)
-                eq((s["version"], s["controller_epoch"]), (1, epoch), "version, controller epoch of lead12-%d" % p)
-            log("lead12: leaders %r, controller %d epoch %d" % ([a[p] for p in range(12)], ctl, epoch))
+    with running_cluster((1, 2, 3), CHROOT, **SESSION) as (zk, zc, brokers):
+        ids = by_id(brokers)
+        wait_until(lambda: controller(zc) and sorted(int(c) for c in zc.get_children(CHROOT + "/brokers/ids"))
+                   == [1, 2, 3], 20, "three brokers and a controller")
+        time.sleep(0.5)  # each broker's listing of the others
+        ctl, epoch = controller(zc)
+        other = [i for i in (1, 2, 3) if i != ctl]
+        create(ids[other[0]], "lead12", 12)
+        a = assignment(zc, "lead12")
+        eq(sorted(set(a.values())), [1, 2, 3], "12 partitions over all brokers")
+        st = wait_states(zc, "lead12", 12, lambda p: (a[p], 0, [a[p]]), "states of lead12", 10)
+        for p, s in st.items():
+            eq(sorted(s), STATE_KEYS, "state keys of lead12-%d" % p)
+            eq((s["version"], s["controller_epoch"]), (1, epoch), "version, controller epoch of lead12-%d" % p)
+        log("lead12: leaders %r, controller %d epoch %d" % ([a[p] for p in range(12)], ctl, epoch))
 
-            victim = other[1]
-            ids[victim].proc.send_signal(signal.SIGKILL)
-            ids[victim].proc.wait(timeout=10)
-            ids[victim].proc = None
-            t0 = time.monotonic()
-            wait_states(zc, "lead12", 12,
-                        lambda p: (-1, 1, [victim]) if a[p] == victim else (a[p], 0, [a[p]]),
-                        "broker %d's partitions leaderless" % victim, SESSION_MS / 1000 + 10)
-            log("broker %d killed: its partitions leaderless after %.1f s" % (victim, time.monotonic() - t0))
-            restart(ids[victim])
-            wait_states(zc, "lead12", 12,
-                        lambda p: (victim, 2, [victim]) if a[p] == victim else (a[p], 0, [a[p]]),
-                        "broker %d leads again" % victim, 20)
+        victim = other[1]
+        ids[victim].proc.send_signal(signal.SIGKILL)
+        ids[victim].proc.wait(timeout=10)
+        ids[victim].proc = None
+        t0 = time.monotonic()
+        wait_states(zc, "lead12", 12,
+                    lambda p: (-1, 1, [victim]) if a[p] == victim else (a[p], 0, [a[p]]),
+                    "broker %d's partitions leaderless" % victim, SESSION_MS / 1000 + 10)
+        log("broker %d killed: its partitions leaderless after %.1f s" % (victim, time.monotonic() - t0))
+        restart(ids[victim])
+        wait_states(zc, "lead12", 12,
+                    lambda p: (victim, 2, [victim]) if a[p] == victim else (a[p], 0, [a[p]]),
+                    "broker %d leads again" % victim, 20)
 
-            ids[ctl].proc.send_signal(signal.SIGKILL)
-            ids[ctl].proc.wait(timeout=10)
-            ids[ctl].proc = None
-            t0 = time.monotonic()
-            wait_until(lambda: controller(zc) and controller(zc)[0] != ctl, SESSION_MS / 1000 + 10,
-                       "a new controller")
-            new_ctl, new_epoch = controller(zc)
-            check(new_epoch > epoch, "controller epoch %d after %d" % (new_epoch, epoch))
+        ids[ctl].proc.send_signal(signal.SIGKILL)
+        ids[ctl].proc.wait(timeout=10)
+        ids[ctl].proc = None
+        t0 = time.monotonic()
+        wait_until(lambda: controller(zc) and controller(zc)[0] != ctl, SESSION_MS / 1000 + 10,
+                   "a new controller")
+        new_ctl, new_epoch = controller(zc)
+        check(new_epoch > epoch, "controller epoch %d after %d" % (new_epoch, epoch))
 
-            def after_failover(p):
-                if a[p] == ctl:
-                    return (-1, 1, [ctl])
-                return (a[p], 2 if a[p] == victim else 0, [a[p]])
-            st = wait_states(zc, "lead12", 12, after_failover, "the old controller's partitions leaderless", 10)
-            for p in range(12):
-                if a[p] == ctl:
-                    eq(st[p]["controller_epoch"], new_epoch, "controller epoch of lead12-%d" % p)
-            live = [i for i in (1, 2, 3) if i != ctl]
-            create(ids[live[0]], "after", 4)
-            b = assignment(zc, "after")
-            check(ctl not in b.values(), "a dead broker was assigned: %r" % b)
-            wait_states(zc, "after", 4, lambda p: (b[p], 0, [b[p]]), "states of a topic made after failover",
-                        SESSION_MS / 1000 + 5)
-            log("controller %d killed: %d elected (epoch %d) after %.1f s; new topic led" %
-                (ctl, new_ctl, new_epoch, time.monotonic() - t0))
-            restart(ids[ctl])
-            wait_states(zc, "lead12", 12,
-                        lambda p: (ctl, 2, [ctl]) if a[p] == ctl else after_failover(p),
-                        "the old controller leads again", 20)
-            deletion(zc, ids[live[0]], ids[live[1]], "after")
-            log("'after' deleted from zookeeper and created again")
-            cur = controller(zc)[0]
-            dead = zombie(zc, ids, cur, a)
-            log("controller %d without its epoch: broker %d's death wrote no state" % (cur, dead))
-            for b_ in brokers:
-                if b_ is not ids[dead]:
-                    eq(b_.stop(), 0, "exit status of %s" % b_.bootstrap)
-        except BaseException:
-            for b_ in brokers:
-                b_.dump_log()
-            raise
-        finally:
-            for b_ in brokers:
-                b_.cleanup(keep=False)
+        def after_failover(p):
+            if a[p] == ctl:
+                return (-1, 1, [ctl])
+            return (a[p], 2 if a[p] == victim else 0, [a[p]])
+        st = wait_states(zc, "lead12", 12, after_failover, "the old controller's partitions leaderless", 10)
+        for p in range(12):
+            if a[p] == ctl:
+                eq(st[p]["controller_epoch"], new_epoch, "controller epoch of lead12-%d" % p)
+        live = [i for i in (1, 2, 3) if i != ctl]
+        create(ids[live[0]], "after", 4)
+        b = assignment(zc, "after")
+        check(ctl not in b.values(), "a dead broker was assigned: %r" % b)
+        wait_states(zc, "after", 4, lambda p: (b[p], 0, [b[p]]), "states of a topic made after failover",
+                    SESSION_MS / 1000 + 5)
+        log("controller %d killed: %d elected (epoch %d) after %.1f s; new topic led" %
+            (ctl, new_ctl, new_epoch, time.monotonic() - t0))
+        restart(ids[ctl])
+        wait_states(zc, "lead12", 12,
+                    lambda p: (ctl, 2, [ctl]) if a[p] == ctl else after_failover(p),
+                    "the old controller leads again", 20)
+        deletion(zc, ids[live[0]], ids[live[1]], "after")
+        log("'after' deleted from zookeeper and created again")
+        cur = controller(zc)[0]
+        dead = zombie(zc, ids, cur, a)
+        log("controller %d without its epoch: broker %d's death wrote no state" % (cur, dead))
+        for b_ in brokers:
+            if b_ is not ids[dead]:
+                eq(b_.stop(), 0, "exit status of %s" % b_.bootstrap)
 
 
 main(test)

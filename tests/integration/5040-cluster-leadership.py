@@ -41,7 +41,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, Ne
 
 import kwire  # noqa: E402
 from gregor import Broker, check, eq, log, main, wait_until  # noqa: E402
-from zookeeper import ZooKeeper, cluster_broker  # noqa: E402
+from zookeeper import running_cluster  # noqa: E402
 
 CHROOT = "/gregor/c40"
 TOPIC = "led12"
@@ -244,29 +244,14 @@ def stale(brokers):
 
 
 def test():
-    brokers = []
-    with ZooKeeper() as zk:
-        try:
-            zc = zk.client()
-            brokers = [cluster_broker(zk.connect, i, CHROOT) for i in (1, 2, 3)]
-            wait_until(lambda: zc.exists(CHROOT + "/controller") and
-                       sorted(zc.get_children(CHROOT + "/brokers/ids")) == ["1", "2", "3"], 20, "three brokers")
-            a = spread(zc, brokers)
-            produce_consume(brokers)
-            not_leader(brokers, a)
-            group(brokers)
-            stale(brokers)
-            advertised(brokers)
-            grow_and_delete(zc, brokers)
-            for b in brokers:
-                eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
-        except BaseException:
-            for b in brokers:
-                b.dump_log()
-            raise
-        finally:
-            for b in brokers:
-                b.cleanup(keep=False)
+    with running_cluster((1, 2, 3), CHROOT) as (zk, zc, brokers):
+        a = spread(zc, brokers)
+        produce_consume(brokers)
+        not_leader(brokers, a)
+        group(brokers)
+        stale(brokers)
+        advertised(brokers)
+        grow_and_delete(zc, brokers)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 import gregor  # noqa: E402
 import kwire  # noqa: E402
 from gregor import eq, log, main, wait_until  # noqa: E402
-from zookeeper import ZooKeeper, cluster_broker  # noqa: E402
+from zookeeper import running_cluster  # noqa: E402
 
 CHROOT = "/gregor/c41"
 TOPIC = "clients12"
@@ -129,57 +129,42 @@ def kafkajs(b):
 
 
 def test():
-    brokers = []
-    with ZooKeeper() as zk:
-        try:
-            zc = zk.client()
-            brokers = [cluster_broker(zk.connect, i, CHROOT, **SESSION) for i in (1, 2, 3)]
-            wait_until(lambda: zc.exists(CHROOT + "/controller") and
-                       sorted(zc.get_children(CHROOT + "/brokers/ids")) == ["1", "2", "3"], 20, "three brokers")
-            body = (kwire.array([TOPIC], lambda t: kwire.string(t) + kwire.i32(12) + kwire.i16(1) + kwire.array([]) +
-                                kwire.array([])) + kwire.i32(15000) + kwire.i8(0))
-            r = kwire.call(brokers[1].port, 19, 1, body)
-            eq(kwire.parse_create_topics_v1(r.d[r.p:])[TOPIC][0], 0, "CreateTopics")
-            a = {int(p): r_[0] for p, r_ in
-                 json.loads(zc.get(CHROOT + "/brokers/topics/" + TOPIC)[0])["partitions"].items()}
-            for b in brokers:
-                wait_until(lambda: metadata(b) == {p: (0, a[p], 0) for p in range(12)}, 15,
-                           "%s's Metadata" % b.bootstrap)
+    with running_cluster((1, 2, 3), CHROOT, **SESSION) as (zk, zc, brokers):
+        body = (kwire.array([TOPIC], lambda t: kwire.string(t) + kwire.i32(12) + kwire.i16(1) + kwire.array([]) +
+                            kwire.array([])) + kwire.i32(15000) + kwire.i8(0))
+        r = kwire.call(brokers[1].port, 19, 1, body)
+        eq(kwire.parse_create_topics_v1(r.d[r.p:])[TOPIC][0], 0, "CreateTopics")
+        a = {int(p): r_[0] for p, r_ in
+             json.loads(zc.get(CHROOT + "/brokers/topics/" + TOPIC)[0])["partitions"].items()}
+        for b in brokers:
+            wait_until(lambda: metadata(b) == {p: (0, a[p], 0) for p in range(12)}, 15,
+                       "%s's Metadata" % b.bootstrap)
 
-            py_produce(brokers[1], b"py")
-            eq(py_read(brokers[1], 12 * PER_PART), want([b"py"]), "records read by kafka-python")
-            log("kafka-python through broker 2: %d records" % (12 * PER_PART))
-            kafkajs(brokers[2])
-            log("kafkajs through broker 3: %d records" % (12 * PER_PART))
+        py_produce(brokers[1], b"py")
+        eq(py_read(brokers[1], 12 * PER_PART), want([b"py"]), "records read by kafka-python")
+        log("kafka-python through broker 2: %d records" % (12 * PER_PART))
+        kafkajs(brokers[2])
+        log("kafkajs through broker 3: %d records" % (12 * PER_PART))
 
-            vid = json.loads(zc.get(CHROOT + "/controller")[0])["brokerid"]  # the controller: a failover too
-            victim = brokers[vid - 1]
-            others = [b for b in brokers if b is not victim]
-            victim.proc.send_signal(signal.SIGKILL)
-            victim.proc.wait(timeout=10)
-            victim.proc = None
-            down = {p: ((5, -1, 1) if a[p] == vid else (0, a[p], 0)) for p in range(12)}
-            for b in others:
-                wait_until(lambda: metadata(b) == down, 15, "broker %d's partitions offline in %s" % (vid, b.bootstrap))
-            log("controller %d killed: its partitions leaderless in the others' Metadata" % vid)
-            victim.start()
-            up = {p: ((0, vid, 2) if a[p] == vid else (0, a[p], 0)) for p in range(12)}
-            for b in brokers:
-                wait_until(lambda: metadata(b) == up, 20, "broker %d leads again in %s" % (vid, b.bootstrap))
-            got = py_read(others[-1], 12 * PER_PART * 2)
-            for p in range(12):
-                eq(sorted(got[p]), sorted(want([b"py"])[p] + [b"js-%d-%d" % (p, i) for i in range(PER_PART)]),
-                   "records of partition %d after the restart" % p)
-            log("broker %d back: every record of the 12 partitions read once" % vid)
-            for b in brokers:
-                eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
-        except BaseException:
-            for b in brokers:
-                b.dump_log()
-            raise
-        finally:
-            for b in brokers:
-                b.cleanup(keep=False)
+        vid = json.loads(zc.get(CHROOT + "/controller")[0])["brokerid"]  # the controller: a failover too
+        victim = brokers[vid - 1]
+        others = [b for b in brokers if b is not victim]
+        victim.proc.send_signal(signal.SIGKILL)
+        victim.proc.wait(timeout=10)
+        victim.proc = None
+        down = {p: ((5, -1, 1) if a[p] == vid else (0, a[p], 0)) for p in range(12)}
+        for b in others:
+            wait_until(lambda: metadata(b) == down, 15, "broker %d's partitions offline in %s" % (vid, b.bootstrap))
+        log("controller %d killed: its partitions leaderless in the others' Metadata" % vid)
+        victim.start()
+        up = {p: ((0, vid, 2) if a[p] == vid else (0, a[p], 0)) for p in range(12)}
+        for b in brokers:
+            wait_until(lambda: metadata(b) == up, 20, "broker %d leads again in %s" % (vid, b.bootstrap))
+        got = py_read(others[-1], 12 * PER_PART * 2)
+        for p in range(12):
+            eq(sorted(got[p]), sorted(want([b"py"])[p] + [b"js-%d-%d" % (p, i) for i in range(PER_PART)]),
+               "records of partition %d after the restart" % p)
+        log("broker %d back: every record of the 12 partitions read once" % vid)
 
 
 if __name__ == "__main__":

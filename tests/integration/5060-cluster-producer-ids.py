@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import kwire  # noqa: E402
 from gregor import check, eq, log, main, wait_until  # noqa: E402
-from zookeeper import ZooKeeper, cluster_broker  # noqa: E402
+from zookeeper import running_cluster  # noqa: E402
 
 CHROOT = "/gregor/c60"
 SESSION = {"zookeeper_session_timeout_ms": 6000, "zookeeper_connection_timeout_ms": 2000}
@@ -74,44 +74,32 @@ def produce_idempotent(b):
 
 
 def test():
-    brokers = []
-    with ZooKeeper() as zk:
-        try:
-            zc = zk.client()
-            brokers = [cluster_broker(zk.connect, i, CHROOT, **SESSION) for i in (1, 2)]
-            wait_until(lambda: zc.exists(CHROOT + "/brokers/ids/1") and zc.exists(CHROOT + "/brokers/ids/2"), 20,
-                       "two brokers registered")
-            one = init_ids(brokers[0].port, 1100)
-            two = init_ids(brokers[1].port, 300)
-            eq(len(set(one)), len(one), "broker 1 handed out no id twice")
-            eq(len(set(two)), len(two), "broker 2 handed out no id twice")
-            both = set(one) & set(two)
-            eq(sorted(both)[:10], [], "ids handed out by both brokers")
-            log("broker 1: ids %d..%d, broker 2: ids %d..%d" % (min(one), max(one), min(two), max(two)))
+    with running_cluster((1, 2), CHROOT, **SESSION) as (zk, zc, brokers):
+        one = init_ids(brokers[0].port, 1100)
+        two = init_ids(brokers[1].port, 300)
+        eq(len(set(one)), len(one), "broker 1 handed out no id twice")
+        eq(len(set(two)), len(two), "broker 2 handed out no id twice")
+        both = set(one) & set(two)
+        eq(sorted(both)[:10], [], "ids handed out by both brokers")
+        log("broker 1: ids %d..%d, broker 2: ids %d..%d" % (min(one), max(one), min(two), max(two)))
 
-            z = block(zc)
-            check(z is not None, "/latest_producer_id_block holds a block")
-            eq(sorted(z), ["block_end", "block_start", "broker", "version"], "keys of the block")
-            eq(z["version"], 1, "version of the block")
-            check(z["broker"] in (1, 2), "broker of the block: %r" % z)
-            check(isinstance(z["block_start"], str) and isinstance(z["block_end"], str),
-                  "block bounds are strings as Kafka writes them: %r" % z)
-            eq(int(z["block_end"]) - int(z["block_start"]), 999, "a block of 1000 ids")
-            check(max(one + two) <= int(z["block_end"]), "ids above the last block taken: %r" % z)
+        z = block(zc)
+        check(z is not None, "/latest_producer_id_block holds a block")
+        eq(sorted(z), ["block_end", "block_start", "broker", "version"], "keys of the block")
+        eq(z["version"], 1, "version of the block")
+        check(z["broker"] in (1, 2), "broker of the block: %r" % z)
+        check(isinstance(z["block_start"], str) and isinstance(z["block_end"], str),
+              "block bounds are strings as Kafka writes them: %r" % z)
+        eq(int(z["block_end"]) - int(z["block_start"]), 999, "a block of 1000 ids")
+        check(max(one + two) <= int(z["block_end"]), "ids above the last block taken: %r" % z)
 
-            eq(brokers[0].stop(), 0, "exit status of broker 1")
-            brokers[0].start()
-            wait_until(lambda: zc.exists(CHROOT + "/brokers/ids/1"), 20, "broker 1 registered again")
-            again = init_ids(brokers[0].port, 5)
-            check(min(again) > max(one + two), "after a restart ids %r, before up to %d" % (again, max(one + two)))
+        eq(brokers[0].stop(), 0, "exit status of broker 1")
+        brokers[0].start()
+        wait_until(lambda: zc.exists(CHROOT + "/brokers/ids/1"), 20, "broker 1 registered again")
+        again = init_ids(brokers[0].port, 5)
+        check(min(again) > max(one + two), "after a restart ids %r, before up to %d" % (again, max(one + two)))
 
-            produce_idempotent(brokers[1])
-            for b in brokers:
-                eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
-        except BaseException:
-            for b in brokers:
-                b.dump_log()
-            raise
+        produce_idempotent(brokers[1])
 
 
 if __name__ == "__main__":

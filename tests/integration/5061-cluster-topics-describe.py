@@ -23,7 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from gregor import build_bin, check, eq, log, main, wait_until  # noqa: E402
-from zookeeper import ZooKeeper, cluster_broker, wait_listed  # noqa: E402
+from zookeeper import running_cluster, wait_listed  # noqa: E402
 
 CHROOT = "/gregor/c61"
 SESSION = {"zookeeper_session_timeout_ms": 3000, "zookeeper_connection_timeout_ms": 1000}
@@ -88,43 +88,31 @@ def wait_described(brokers, zc, what):
 
 
 def test():
-    brokers = []
-    with ZooKeeper() as zk:
-        try:
-            zc = zk.client()
-            brokers = [cluster_broker(zk.connect, i, CHROOT, **SESSION) for i in (1, 2, 3)]
-            wait_until(lambda: zc.exists(CHROOT + "/controller") and
-                       len(zc.get_children(CHROOT + "/brokers/ids")) == 3, 20, "three brokers and a controller")
-            wait_listed(brokers)
-            wait_until(lambda: subprocess.run(
-                [build_bin("gregor-topics"), "--bootstrap-server", brokers[1].bootstrap, "--create", "--topic",
-                 TOPIC, "--partitions", "6", "--replication-factor", "1"], capture_output=True,
-                timeout=60).returncode == 0 or zc.exists(CHROOT + "/brokers/topics/" + TOPIC), 20, "topic created")
-            view = wait_described(brokers, zc, "all brokers up")
-            leaders = sorted(set(v[0] for v in view.values()))
-            eq(leaders, ["1", "2", "3"], "leaders of %s" % TOPIC)
-            for p, (leader, replicas, isr) in view.items():
-                eq((replicas, isr), (leader, leader), "replicas and isr of %s-%d" % (TOPIC, p))
-            log("described alike through 3 brokers: %r" % view)
+    with running_cluster((1, 2, 3), CHROOT, **SESSION) as (zk, zc, brokers):
+        wait_listed(brokers)
+        wait_until(lambda: subprocess.run(
+            [build_bin("gregor-topics"), "--bootstrap-server", brokers[1].bootstrap, "--create", "--topic",
+             TOPIC, "--partitions", "6", "--replication-factor", "1"], capture_output=True,
+            timeout=60).returncode == 0 or zc.exists(CHROOT + "/brokers/topics/" + TOPIC), 20, "topic created")
+        view = wait_described(brokers, zc, "all brokers up")
+        leaders = sorted(set(v[0] for v in view.values()))
+        eq(leaders, ["1", "2", "3"], "leaders of %s" % TOPIC)
+        for p, (leader, replicas, isr) in view.items():
+            eq((replicas, isr), (leader, leader), "replicas and isr of %s-%d" % (TOPIC, p))
+        log("described alike through 3 brokers: %r" % view)
 
-            victim = brokers[2]
-            victim.proc.send_signal(signal.SIGKILL)
-            victim.proc.wait(timeout=10)
-            victim.proc = None
-            wait_until(lambda: all(v[0] == "none" for v in zk_view(zc).values() if v[1] == "3"), 15,
-                       "broker 3's partitions leaderless in zookeeper")
-            view = wait_described(brokers[:2], zc, "broker 3 killed")
-            for p, (leader, replicas, isr) in view.items():
-                if replicas == "3":
-                    eq((leader, isr), ("none", "3"), "a leaderless partition %s-%d" % (TOPIC, p))
-            check(any(v[0] == "none" for v in view.values()), "broker 3 led nothing: %r" % view)
-            log("broker 3 killed: %r" % view)
-            for b in brokers[:2]:
-                eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
-        except BaseException:
-            for b in brokers:
-                b.dump_log()
-            raise
+        victim = brokers[2]
+        victim.proc.send_signal(signal.SIGKILL)
+        victim.proc.wait(timeout=10)
+        victim.proc = None
+        wait_until(lambda: all(v[0] == "none" for v in zk_view(zc).values() if v[1] == "3"), 15,
+                   "broker 3's partitions leaderless in zookeeper")
+        view = wait_described(brokers[:2], zc, "broker 3 killed")
+        for p, (leader, replicas, isr) in view.items():
+            if replicas == "3":
+                eq((leader, isr), ("none", "3"), "a leaderless partition %s-%d" % (TOPIC, p))
+        check(any(v[0] == "none" for v in view.values()), "broker 3 led nothing: %r" % view)
+        log("broker 3 killed: %r" % view)
 
 
 if __name__ == "__main__":

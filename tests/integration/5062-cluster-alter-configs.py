@@ -25,7 +25,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import kwire  # noqa: E402
 from gregor import check, eq, log, main, wait_until  # noqa: E402
-from zookeeper import ZooKeeper, cluster_broker, wait_listed  # noqa: E402
+from zookeeper import running_cluster, wait_listed  # noqa: E402
 
 CHROOT = "/gregor/c62"
 SESSION = {"zookeeper_session_timeout_ms": 6000, "zookeeper_connection_timeout_ms": 2000}
@@ -88,54 +88,44 @@ def wait_shown(b, want, what):
 
 
 def test():
-    brokers = []
-    with ZooKeeper() as zk:
-        try:
-            zc = zk.client()
-            brokers = [cluster_broker(zk.connect, i, CHROOT, **SESSION) for i in (1, 2, 3)]
-            b1, b2, b3 = brokers
-            wait_until(lambda: zc.exists(CHROOT + "/controller") and
-                       len(zc.get_children(CHROOT + "/brokers/ids")) == 3, 20, "three brokers and a controller")
-            wait_listed(brokers)
-            create(b1, TOPIC, 6)
-            a = zjson(zc, "/brokers/topics/" + TOPIC)["partitions"]
-            eq(sorted(set(r[0] for r in a.values())), [1, 2, 3], "every broker holds a partition")
-            wait_until(lambda: all(os.path.isdir(brokers[r[0] - 1].partition_dir(TOPIC, int(p))) for p, r in a.items())
-                       and all(os.path.isdir(b.partition_dir(TOPIC, 0)) and describe_ok(b) for b in brokers), 15,
-                       "every broker made its partitions (a topic's files are done once <t>-0 is there)")
+    with running_cluster((1, 2, 3), CHROOT, **SESSION) as (zk, zc, brokers):
+        b1, b2, b3 = brokers
+        wait_until(lambda: zc.exists(CHROOT + "/controller") and
+                   len(zc.get_children(CHROOT + "/brokers/ids")) == 3, 20, "three brokers and a controller")
+        wait_listed(brokers)
+        create(b1, TOPIC, 6)
+        a = zjson(zc, "/brokers/topics/" + TOPIC)["partitions"]
+        eq(sorted(set(r[0] for r in a.values())), [1, 2, 3], "every broker holds a partition")
+        wait_until(lambda: all(os.path.isdir(brokers[r[0] - 1].partition_dir(TOPIC, int(p))) for p, r in a.items())
+                   and all(os.path.isdir(b.partition_dir(TOPIC, 0)) and describe_ok(b) for b in brokers), 15,
+                   "every broker made its partitions (a topic's files are done once <t>-0 is there)")
 
-            alter(b1, {"retention.ms": "3600000", "cleanup.policy": "compact"})
-            # the request is answered once broker 1 applied it; ZooKeeper takes it a round trip later
-            want_zk = {"version": 1, "config": {"retention.ms": "3600000", "cleanup.policy": "compact"}}
-            wait_until(lambda: zjson(zc, "/config/topics/" + TOPIC) == want_zk, 5, "/config/topics/%s" % TOPIC)
-            changes = sorted(zc.get_children(CHROOT + "/config/changes"))
-            check(changes and changes[-1].startswith("config_change_") and len(changes[-1]) == 24,
-                  "a sequential config_change_ notification: %r" % changes)
-            eq(zjson(zc, "/config/changes/" + changes[-1]), {"version": 2, "entity_path": "topics/" + TOPIC},
-               "the notification")
-            want = {"retention.ms": ("3600000", False), "cleanup.policy": ("compact", False)}
-            for b in (b3, b2):
-                wait_shown(b, want, "the overrides set through broker 1")
-            log("AlterConfigs through broker 1 seen through brokers 2 and 3")
+        alter(b1, {"retention.ms": "3600000", "cleanup.policy": "compact"})
+        # the request is answered once broker 1 applied it; ZooKeeper takes it a round trip later
+        want_zk = {"version": 1, "config": {"retention.ms": "3600000", "cleanup.policy": "compact"}}
+        wait_until(lambda: zjson(zc, "/config/topics/" + TOPIC) == want_zk, 5, "/config/topics/%s" % TOPIC)
+        changes = sorted(zc.get_children(CHROOT + "/config/changes"))
+        check(changes and changes[-1].startswith("config_change_") and len(changes[-1]) == 24,
+              "a sequential config_change_ notification: %r" % changes)
+        eq(zjson(zc, "/config/changes/" + changes[-1]), {"version": 2, "entity_path": "topics/" + TOPIC},
+           "the notification")
+        want = {"retention.ms": ("3600000", False), "cleanup.policy": ("compact", False)}
+        for b in (b3, b2):
+            wait_shown(b, want, "the overrides set through broker 1")
+        log("AlterConfigs through broker 1 seen through brokers 2 and 3")
 
-            incremental(b2, [("retention.ms", 0, "7200000"), ("cleanup.policy", 1, None)])
-            want = {"retention.ms": ("7200000", False), "cleanup.policy": ("delete", True)}
-            for b in (b1, b3):
-                wait_shown(b, want, "the overrides changed through broker 2")
-            wait_until(lambda: zjson(zc, "/config/topics/" + TOPIC)["config"] == {"retention.ms": "7200000"}, 5,
-                       "overrides in zookeeper")
-            log("IncrementalAlterConfigs through broker 2 seen through brokers 1 and 3")
+        incremental(b2, [("retention.ms", 0, "7200000"), ("cleanup.policy", 1, None)])
+        want = {"retention.ms": ("7200000", False), "cleanup.policy": ("delete", True)}
+        for b in (b1, b3):
+            wait_shown(b, want, "the overrides changed through broker 2")
+        wait_until(lambda: zjson(zc, "/config/topics/" + TOPIC)["config"] == {"retention.ms": "7200000"}, 5,
+                   "overrides in zookeeper")
+        log("IncrementalAlterConfigs through broker 2 seen through brokers 1 and 3")
 
-            eq(b3.stop(), 0, "exit status of broker 3")
-            b3.start()
-            wait_until(lambda: describe_ok(b3), 20, "broker 3 back")
-            wait_shown(b3, want, "after a restart")
-            for b in brokers:
-                eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
-        except BaseException:
-            for b in brokers:
-                b.dump_log()
-            raise
+        eq(b3.stop(), 0, "exit status of broker 3")
+        b3.start()
+        wait_until(lambda: describe_ok(b3), 20, "broker 3 back")
+        wait_shown(b3, want, "after a restart")
 
 
 def describe_ok(b):

@@ -18,7 +18,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import kwire  # noqa: E402
 from gregor import eq, log, main, wait_until  # noqa: E402
-from zookeeper import ZooKeeper, cluster_broker, wait_listed  # noqa: E402
+from zookeeper import running_cluster, wait_listed  # noqa: E402
 
 CHROOT = "/gregor/c63"
 SESSION = {"zookeeper_session_timeout_ms": 30000, "zookeeper_connection_timeout_ms": 2000}
@@ -39,35 +39,25 @@ def leaders(b):
 
 
 def test():
-    brokers = []
-    with ZooKeeper() as zk:
-        try:
-            zc = zk.client()
-            brokers = [cluster_broker(zk.connect, i, CHROOT, **SESSION) for i in (1, 2, 3)]
-            b1, b2, b3 = brokers
-            wait_until(lambda: zc.exists(CHROOT + "/controller") and
-                       len(zc.get_children(CHROOT + "/brokers/ids")) == 3, 20, "three brokers and a controller")
-            wait_listed(brokers)
-            create(b1, TOPIC, 6)
-            wait_until(lambda: all(len(leaders(b)) == 6 and -1 not in leaders(b).values() for b in brokers), 15,
-                       "every partition led on every broker")
-            before = leaders(b1)
-            eq(sorted(set(before.values())), [1, 2, 3], "leaders of %s" % TOPIC)
-            want = {p: (-1 if leader == 3 else leader) for p, leader in before.items()}
-            t0 = time.monotonic()
-            eq(b3.stop(), 0, "exit status of broker 3 after SIGTERM")
-            wait_until(lambda: leaders(b1) == want and leaders(b2) == want, 3,
-                       "broker 3's partitions offline on brokers 1 and 2 (last %r)" % leaders(b1))
-            log("SIGTERM of broker 3: its partitions offline after %.2f s (session timeout 30 s)" %
-                (time.monotonic() - t0))
-            b3.start()
-            wait_until(lambda: all(leaders(b) == before for b in brokers), 20, "broker 3 leads again")
-            for b in brokers:
-                eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
-        except BaseException:
-            for b in brokers:
-                b.dump_log()
-            raise
+    with running_cluster((1, 2, 3), CHROOT, **SESSION) as (zk, zc, brokers):
+        b1, b2, b3 = brokers
+        wait_until(lambda: zc.exists(CHROOT + "/controller") and
+                   len(zc.get_children(CHROOT + "/brokers/ids")) == 3, 20, "three brokers and a controller")
+        wait_listed(brokers)
+        create(b1, TOPIC, 6)
+        wait_until(lambda: all(len(leaders(b)) == 6 and -1 not in leaders(b).values() for b in brokers), 15,
+                   "every partition led on every broker")
+        before = leaders(b1)
+        eq(sorted(set(before.values())), [1, 2, 3], "leaders of %s" % TOPIC)
+        want = {p: (-1 if leader == 3 else leader) for p, leader in before.items()}
+        t0 = time.monotonic()
+        eq(b3.stop(), 0, "exit status of broker 3 after SIGTERM")
+        wait_until(lambda: leaders(b1) == want and leaders(b2) == want, 3,
+                   "broker 3's partitions offline on brokers 1 and 2 (last %r)" % leaders(b1))
+        log("SIGTERM of broker 3: its partitions offline after %.2f s (session timeout 30 s)" %
+            (time.monotonic() - t0))
+        b3.start()
+        wait_until(lambda: all(leaders(b) == before for b in brokers), 20, "broker 3 leads again")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ PR_SET_PDEATHSIG so it dies with the test.  Its log goes to <tmp>/zookeeper.log
 and is printed when the test fails.
 """
 
+import contextlib
 import os
 import shutil
 import signal
@@ -128,6 +129,34 @@ def cluster_broker(connect, broker_id, chroot="", start=True, **overrides):
 def cluster_brokers(connect, ids, chroot="", **overrides):
     """Starts one broker per id (each on its own free port and data dir)."""
     return [cluster_broker(connect, i, chroot, **overrides) for i in ids]
+
+
+@contextlib.contextmanager
+def running_cluster(ids=(1, 2, 3), chroot="", **overrides):
+    """ZooKeeper, a kazoo client of it and one started broker per id (cluster_broker's
+    overrides), once all are registered and a controller is elected: yields (zk, zc, brokers).
+    On a clean exit every broker still running must stop with exit status 0; on any failure
+    every broker's log is printed; their data dirs go either way."""
+    with ZooKeeper() as zk:
+        brokers = []
+        try:
+            zc = zk.client()
+            brokers = [cluster_broker(zk.connect, i, chroot, **overrides) for i in ids]
+            want = sorted(int(i) for i in ids)
+            gregor.wait_until(lambda: zc.exists(chroot + "/controller") and
+                              sorted(int(c) for c in zc.get_children(chroot + "/brokers/ids")) == want, 20,
+                              "%d brokers registered and a controller" % len(want))
+            yield zk, zc, brokers
+            for b in brokers:
+                if b.alive():
+                    gregor.eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
+        except BaseException:
+            for b in brokers:
+                b.dump_log()
+            raise
+        finally:
+            for b in brokers:
+                b.cleanup(keep=False)
 
 
 def cpu_seconds(pid):
