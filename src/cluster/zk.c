@@ -453,6 +453,15 @@ static int zk_full(const struct zk *zk, const char *path, char *full)
 	return n < 0 || n >= ZK_PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
+/* A reply slot for a request on path, whose full name goes into full; -errno. */
+static int zk_begin(struct zk *zk, const char *path, char *full, zk_done_fn *done, void *arg, struct zk_msg **m)
+{
+	if (zk_full(zk, path, full))
+		return -ENAMETOOLONG;
+	*m = zk_call(zk, done, arg);
+	return *m ? 0 : zk->zh ? -ENOMEM : -ENOTCONN;
+}
+
 /* Ends a request whose submission failed at once (the completion will never run). */
 static int zk_submitted(struct zk_msg *m, int zrc)
 {
@@ -464,30 +473,24 @@ static int zk_submitted(struct zk_msg *m, int zrc)
 
 int zk_create(struct zk *zk, const char *path, const char *data, int len, bool ephemeral, zk_done_fn *done, void *arg)
 {
-	struct zk_msg *m = zk_call(zk, done, arg);
+	struct zk_msg *m;
 	char full[ZK_PATH_MAX];
+	int err = zk_begin(zk, path, full, done, arg, &m);
 
-	if (!m)
-		return zk->zh ? -ENOMEM : -ENOTCONN;
-	if (zk_full(zk, path, full)) {
-		free(m);
-		return -ENAMETOOLONG;
-	}
+	if (err)
+		return err;
 	return zk_submitted(m, zoo_acreate(zk->zh, full, data, len, &ZOO_OPEN_ACL_UNSAFE,
 					   ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT, zk_on_string, m));
 }
 
 int zk_delete(struct zk *zk, const char *path, int32_t version, zk_done_fn *done, void *arg)
 {
-	struct zk_msg *m = zk_call(zk, done, arg);
+	struct zk_msg *m;
 	char full[ZK_PATH_MAX];
+	int err = zk_begin(zk, path, full, done, arg, &m);
 
-	if (!m)
-		return zk->zh ? -ENOMEM : -ENOTCONN;
-	if (zk_full(zk, path, full)) {
-		free(m);
-		return -ENAMETOOLONG;
-	}
+	if (err)
+		return err;
 	return zk_submitted(m, zoo_adelete(zk->zh, full, version, zk_on_void, m));
 }
 
@@ -496,16 +499,12 @@ enum zk_read { ZK_READ_GET, ZK_READ_EXISTS, ZK_READ_CHILDREN };
 
 static int zk_read(struct zk *zk, enum zk_read what, const char *path, bool watch, zk_done_fn *done, void *arg)
 {
-	struct zk_msg *m = zk_call(zk, done, arg);
+	struct zk_msg *m;
 	char full[ZK_PATH_MAX];
-	int zrc;
+	int zrc = zk_begin(zk, path, full, done, arg, &m);
 
-	if (!m)
-		return zk->zh ? -ENOMEM : -ENOTCONN;
-	if (zk_full(zk, path, full)) {
-		free(m);
-		return -ENAMETOOLONG;
-	}
+	if (zrc)
+		return zrc;
 	if (what == ZK_READ_GET)
 		zrc = zoo_aget(zk->zh, full, watch, zk_on_data, m);
 	else if (what == ZK_READ_EXISTS)
