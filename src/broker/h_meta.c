@@ -342,11 +342,11 @@ static int meta_nodes(struct req *rq, struct meta_node **out)
 	broker_endpoint(b, rq->c, &host, &port); /* this broker: the listener the client came through */
 	v = req_alloc(rq, (size_t)(n + !self_listed), sizeof(*v));
 	for (int i = 0; i < n + !self_listed; i++) {
-		bool other = i < n && cb[i].id != b->node_id;
-
 		v[i].id = i < n ? cb[i].id : b->node_id;
-		v[i].host = other ? cb[i].host : host;
-		v[i].port = other ? cb[i].port : port;
+		v[i].host = host;
+		v[i].port = port;
+		if (i < n)
+			broker_endpoint_of(b, rq->c, &cb[i], &v[i].host, &v[i].port);
 		v[i].rack = i < n && cb[i].has_rack ? cb[i].rack : NULL;
 	}
 	*out = v;
