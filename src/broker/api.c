@@ -42,6 +42,7 @@ const struct api_entry api_table[API_COUNT] = {
 	[API_CreatePartitions] = { h_create_partitions, 0, 1 },
 	[API_IncrementalAlterConfigs] = { h_incremental_alter_configs, 0, 1 },
 	[API_DescribeLogDirs] = { h_describe_log_dirs, 0, 4 },
+	[API_DescribeCluster] = { h_describe_cluster, 0, 0 },
 	[API_InitProducerId] = { h_init_producer_id, 0, 4 },
 	/* transactions (h_txn.c) */
 	[API_AddPartitionsToTxn] = { h_add_partitions_to_txn, 0, 4 },

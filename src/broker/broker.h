@@ -70,6 +70,15 @@ struct broker {
 
 /* The advertised endpoint of the listener c came through (Metadata, FindCoordinator). */
 void broker_endpoint(const struct broker *b, const struct conn *c, const char **host, int32_t *port);
+struct cluster_broker;
+/*
+ * Cluster mode: the endpoint of broker cb for the listener c came through
+ * (the one registered under the same listener name), so a client on an
+ * SSL listener is given the others' SSL ports; cb's default endpoint if
+ * it registered no such listener.  This broker: broker_endpoint().
+ */
+void broker_endpoint_of(const struct broker *b, const struct conn *c, const struct cluster_broker *cb,
+			const char **host, int32_t *port);
 
 /* Wakes parked fetches after appends; called at the end of each loop iteration. */
 void broker_after_events(void *arg);

@@ -235,8 +235,10 @@ static int16_t h_group_find(struct req *rq, struct kstr key, int8_t key_type, in
 		*host = err ? KSTR("") : kstr_c(self_host);
 		*port = err ? -1 : self_port;
 	} else {
-		*host = kstr_c(cb->host);
-		*port = cb->port;
+		const char *cb_host;
+
+		broker_endpoint_of(rq->b, rq->c, cb, &cb_host, port);
+		*host = kstr_c(cb_host);
 	}
 	*node = err ? -1 : cb ? cb->id : rq->b->node_id;
 	return err;

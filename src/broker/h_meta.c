@@ -1,6 +1,7 @@
 /*
- * h_meta.c - ApiVersions and Metadata: what this broker speaks, and where
- * every topic's partitions live (on a single node: here).
+ * h_meta.c - ApiVersions, Metadata and DescribeCluster: what this broker
+ * speaks, which brokers make the cluster, and where every topic's
+ * partitions live (on a single node: here).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +16,10 @@
 #include "cluster/mcache.h"
 #include "proto/kerr.h"
 #include "util/log.h"
+
+/* Kafka's operations on the cluster resource (AclOperation codes): CREATE, ALTER, DESCRIBE,
+ * CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE */
+#define CLUSTER_OPS_ALL ((1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12))
 
 int h_api_versions(struct req *rq, const void *in, void *out)
 {
@@ -307,13 +312,22 @@ static void metadata_topics(struct req *rq, const struct MetadataRequest *mreq, 
 	}
 }
 
+/* One broker as Metadata and DescribeCluster list it: its endpoint for the client's listener. */
+struct meta_node {
+	int32_t id;
+	const char *host;
+	int32_t port;
+	const char *rack; /* NULL: none */
+};
+
 /*
- * Brokers, controller and cluster id.  In cluster mode every live broker
- * registered in ZooKeeper (cluster/cluster.h), once the first listing is
- * read; a single node, or a broker not yet in touch with ZooKeeper, lists
- * itself.
+ * OUT *out (request arena): the brokers.  In cluster mode every live
+ * broker registered in ZooKeeper (cluster/cluster.h), once the first
+ * listing is read; a single node, or a broker not yet in touch with
+ * ZooKeeper, lists itself.  This broker leads every partition it lists,
+ * so it is always among them.  Returns their count.
  */
-static void metadata_brokers(struct req *rq, struct MetadataResponse *resp)
+static int meta_nodes(struct req *rq, struct meta_node **out)
 {
 	struct broker *b = rq->b;
 	const struct cluster_broker *cb = NULL;
@@ -321,25 +335,85 @@ static void metadata_brokers(struct req *rq, struct MetadataResponse *resp)
 	bool self_listed = false;
 	const char *host;
 	int32_t port;
+	struct meta_node *v;
 
-	resp->ClusterId = kstr_c(b->cluster && *cluster_id(b->cluster) ? cluster_id(b->cluster) : b->cluster_id);
-	resp->ControllerId = b->cluster ? cluster_controller_id(b->cluster) : b->node_id;
 	for (int i = 0; i < n; i++)
 		self_listed |= cb[i].id == b->node_id;
 	broker_endpoint(b, rq->c, &host, &port); /* this broker: the listener the client came through */
-	/* this broker leads every partition it lists: it is always among the brokers */
-	resp->Brokers.n = n + !self_listed;
-	resp->Brokers.v = req_alloc(rq, (size_t)resp->Brokers.n, sizeof(*resp->Brokers.v));
-	for (int i = 0; i < resp->Brokers.n; i++) {
+	v = req_alloc(rq, (size_t)(n + !self_listed), sizeof(*v));
+	for (int i = 0; i < n + !self_listed; i++) {
+		v[i].id = i < n ? cb[i].id : b->node_id;
+		v[i].host = host;
+		v[i].port = port;
+		if (i < n)
+			broker_endpoint_of(b, rq->c, &cb[i], &v[i].host, &v[i].port);
+		v[i].rack = i < n && cb[i].has_rack ? cb[i].rack : NULL;
+	}
+	*out = v;
+	return n + !self_listed;
+}
+
+static const char *meta_cluster_id(const struct broker *b)
+{
+	return b->cluster && *cluster_id(b->cluster) ? cluster_id(b->cluster) : b->cluster_id;
+}
+
+static int32_t meta_controller_id(const struct broker *b)
+{
+	return b->cluster ? cluster_controller_id(b->cluster) : b->node_id;
+}
+
+/* Brokers, controller and cluster id. */
+static void metadata_brokers(struct req *rq, struct MetadataResponse *resp)
+{
+	struct meta_node *v;
+	int n = meta_nodes(rq, &v);
+
+	resp->ClusterId = kstr_c(meta_cluster_id(rq->b));
+	resp->ControllerId = meta_controller_id(rq->b);
+	resp->Brokers.n = n;
+	resp->Brokers.v = req_alloc(rq, (size_t)n, sizeof(*resp->Brokers.v));
+	for (int i = 0; i < n; i++) {
 		struct MetadataResponseBroker *mb = &resp->Brokers.v[i];
 
 		MetadataResponseBroker_init(mb);
-		mb->NodeId = i < n ? cb[i].id : b->node_id;
-		mb->Host = kstr_c(i < n && cb[i].id != b->node_id ? cb[i].host : host);
-		mb->Port = i < n && cb[i].id != b->node_id ? cb[i].port : port;
-		if (i < n && cb[i].has_rack)
-			mb->Rack = kstr_c(cb[i].rack);
+		mb->NodeId = v[i].id;
+		mb->Host = kstr_c(v[i].host);
+		mb->Port = v[i].port;
+		if (v[i].rack)
+			mb->Rack = kstr_c(v[i].rack);
 	}
+}
+
+/*
+ * DescribeCluster v0: the same brokers, controller and cluster id as
+ * Metadata.  The cluster's authorized operations are computed only when
+ * asked for; without ACLs every operation is allowed.
+ */
+int h_describe_cluster(struct req *rq, const void *in, void *out)
+{
+	const struct DescribeClusterRequest *dreq = in;
+	struct DescribeClusterResponse *resp = out;
+	struct meta_node *v;
+	int n = meta_nodes(rq, &v);
+
+	resp->ClusterId = kstr_c(meta_cluster_id(rq->b));
+	resp->ControllerId = meta_controller_id(rq->b);
+	resp->Brokers.n = n;
+	resp->Brokers.v = req_alloc(rq, (size_t)n, sizeof(*resp->Brokers.v));
+	for (int i = 0; i < n; i++) {
+		struct DescribeClusterBroker *db = &resp->Brokers.v[i];
+
+		DescribeClusterBroker_init(db);
+		db->BrokerId = v[i].id;
+		db->Host = kstr_c(v[i].host);
+		db->Port = v[i].port;
+		if (v[i].rack)
+			db->Rack = kstr_c(v[i].rack);
+	}
+	if (dreq->IncludeClusterAuthorizedOperations)
+		resp->ClusterAuthorizedOperations = CLUSTER_OPS_ALL;
+	return H_REPLY;
 }
 
 int h_metadata(struct req *rq, const void *in, void *out)

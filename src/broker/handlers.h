@@ -96,6 +96,7 @@ int h_describe_transactions(struct req *rq, const void *in, void *out);
 int h_list_transactions(struct req *rq, const void *in, void *out);
 /* h_txnadmin.c: producer state and markers of partitions (operators ending hanging transactions) */
 int h_describe_producers(struct req *rq, const void *in, void *out);
+int h_describe_cluster(struct req *rq, const void *in, void *out);
 int h_write_txn_markers(struct req *rq, const void *in, void *out);
 /* h_idem.c: a new producer id from the broker's allocator (transactional ids too).  0 or -errno. */
 int idem_next_producer_id(struct broker *b, int64_t *id);

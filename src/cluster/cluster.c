@@ -240,6 +240,8 @@ static void cluster_on_broker(void *arg, const struct zk_reply *rep)
 		b->id = rd->id;
 		snprintf(b->host, sizeof(b->host), "%s", ep->host);
 		b->port = ep->port;
+		memcpy(b->endpoints, zb.endpoints, sizeof(b->endpoints));
+		b->nendpoints = zb.nendpoints;
 		b->has_rack = zb.has_rack;
 		snprintf(b->rack, sizeof(b->rack), "%s", zb.rack);
 	} else if (rep->rc == ZOK) {

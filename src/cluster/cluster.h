@@ -52,8 +52,10 @@ struct cluster_cfg {
 /* One live broker as Metadata reports it. */
 struct cluster_broker {
 	int32_t id;
-	char host[ZNODE_HOST_MAX];
+	char host[ZNODE_HOST_MAX]; /* host and port of client_listener, else of its first listener */
 	int32_t port;
+	struct znode_endpoint endpoints[ZNODE_ENDPOINTS_MAX]; /* every listener it registered */
+	int nendpoints;
 	char rack[ZNODE_NAME_MAX];
 	bool has_rack;
 };

@@ -103,18 +103,32 @@ static int mcache_broker_cmp(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Copies s (a string from the request) into dst when it fits; "" otherwise. */
+static void mcache_copy(char *dst, size_t size, struct kstr s)
+{
+	size_t len = s.p && s.len > 0 ? (size_t)s.len : 0;
+
+	if (len < size) {
+		memcpy(dst, s.p, len);
+		dst[len] = 0;
+	}
+}
+
 static void mcache_broker_fill(struct cluster_broker *cb, const struct UpdateMetadataBroker *in)
 {
 	memset(cb, 0, sizeof(*cb));
 	cb->id = in->Id;
 	cb->port = -1;
 	if (in->Endpoints.n > 0) { /* the first endpoint: the listener clients are told of */
-		const struct UpdateMetadataEndpoint *e = &in->Endpoints.v[0];
-		size_t len = e->Host.len > 0 ? (size_t)e->Host.len : 0;
+		mcache_copy(cb->host, sizeof(cb->host), in->Endpoints.v[0].Host);
+		cb->port = in->Endpoints.v[0].Port;
+	}
+	for (int32_t i = 0; i < in->Endpoints.n && cb->nendpoints < ZNODE_ENDPOINTS_MAX; i++) { /* all, by listener */
+		struct znode_endpoint *ep = &cb->endpoints[cb->nendpoints++];
 
-		if (len > 0 && len < sizeof(cb->host))
-			memcpy(cb->host, e->Host.p, len);
-		cb->port = e->Port;
+		mcache_copy(ep->listener, sizeof(ep->listener), in->Endpoints.v[i].Listener);
+		mcache_copy(ep->host, sizeof(ep->host), in->Endpoints.v[i].Host);
+		ep->port = in->Endpoints.v[i].Port;
 	}
 	if (in->Rack.p && in->Rack.len >= 0 && (size_t)in->Rack.len < sizeof(cb->rack)) {
 		memcpy(cb->rack, in->Rack.p, (size_t)in->Rack.len);

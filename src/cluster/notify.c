@@ -75,22 +75,44 @@ static void notify_um_part(struct arena *a, const struct notify_ctx *nc, const s
 	ps->OfflineReplicas = notify_ids(a, off, noff);
 }
 
+/* Kafka's SecurityProtocol id of a protocol name; -1 for none known. */
+static int16_t notify_protocol_id(const char *name)
+{
+	static const char *const ids[] = { "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL" };
+
+	for (int16_t i = 0; i < 4; i++)
+		if (!strcmp(name, ids[i]))
+			return i;
+	return -1;
+}
+
+/* Every endpoint cb registered, with its listener name (v3+) and security protocol. */
+static void notify_endpoints(struct arena *a, const struct cluster_broker *cb, struct UpdateMetadataBroker *b)
+{
+	int n = cb->nendpoints > 0 ? cb->nendpoints : 1;
+	struct UpdateMetadataEndpoint *e = notify_alloc(a, (size_t)n, sizeof(*e));
+
+	for (int i = 0; i < n; i++) {
+		UpdateMetadataEndpoint_init(&e[i]);
+		e[i].Host = kstr_c(cb->nendpoints ? cb->endpoints[i].host : cb->host);
+		e[i].Port = cb->nendpoints ? cb->endpoints[i].port : cb->port;
+		e[i].Listener = kstr_c(cb->nendpoints ? cb->endpoints[i].listener : "PLAINTEXT");
+		e[i].SecurityProtocol = cb->nendpoints ? notify_protocol_id(cb->endpoints[i].protocol) : 0;
+	}
+	b->Endpoints.v = e;
+	b->Endpoints.n = n;
+}
+
 static void notify_brokers(struct arena *a, const struct notify_ctx *nc, struct UpdateMetadataRequest *um)
 {
 	um->LiveBrokers.n = nc->nbrokers;
 	um->LiveBrokers.v = notify_alloc(a, (size_t)nc->nbrokers, sizeof(*um->LiveBrokers.v));
 	for (int i = 0; i < nc->nbrokers; i++) {
 		struct UpdateMetadataBroker *b = &um->LiveBrokers.v[i];
-		struct UpdateMetadataEndpoint *e = notify_alloc(a, 1, sizeof(*e));
 
 		UpdateMetadataBroker_init(b);
-		UpdateMetadataEndpoint_init(e);
 		b->Id = nc->brokers[i].id;
-		e->Host = kstr_c(nc->brokers[i].host);
-		e->Port = nc->brokers[i].port;
-		e->Listener = kstr_c("PLAINTEXT");
-		b->Endpoints.v = e;
-		b->Endpoints.n = 1;
+		notify_endpoints(a, &nc->brokers[i], b);
 		b->Rack = nc->brokers[i].has_rack ? kstr_c(nc->brokers[i].rack) : (struct kstr){ NULL, -1 };
 	}
 }

@@ -91,10 +91,42 @@ static void test_update_and_lookup(void **state)
 	assert_int_equal(mc.ntopics, 0);
 }
 
+/* Every endpoint of a broker is kept with its listener name; the first is its default host and port. */
+static void test_broker_endpoints(void **state)
+{
+	struct UpdateMetadataEndpoint ep[2];
+	struct UpdateMetadataBroker br;
+	struct UpdateMetadataRequest um;
+	struct mcache mc;
+
+	(void)state;
+	mcache_init(&mc);
+	UpdateMetadataRequest_init(&um);
+	for (int i = 0; i < 2; i++) {
+		UpdateMetadataEndpoint_init(&ep[i]);
+		ep[i].Host = kstr_c("127.0.0.1");
+		ep[i].Port = 9092 + i;
+		ep[i].Listener = kstr_c(i ? "SSL" : "PLAINTEXT");
+		ep[i].SecurityProtocol = (int16_t)i;
+	}
+	UpdateMetadataBroker_init(&br);
+	br.Id = 2;
+	br.Endpoints = (struct UpdateMetadataEndpoint_array){ ep, 2 };
+	um.LiveBrokers = (struct UpdateMetadataBroker_array){ &br, 1 };
+	assert_int_equal(mcache_update(&mc, &um), 0);
+	assert_int_equal(mc.brokers[0].port, 9092);
+	assert_int_equal(mc.brokers[0].nendpoints, 2);
+	assert_string_equal(mc.brokers[0].endpoints[1].listener, "SSL");
+	assert_string_equal(mc.brokers[0].endpoints[1].host, "127.0.0.1");
+	assert_int_equal(mc.brokers[0].endpoints[1].port, 9093);
+	mcache_free(&mc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_update_and_lookup),
+		cmocka_unit_test(test_broker_endpoints),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
