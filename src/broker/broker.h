@@ -34,6 +34,8 @@ struct listener {
 	char host[256];      /* advertised host */
 	int32_t port;        /* advertised port */
 	struct tls_ctx *tls; /* SSL listeners; NULL: PLAINTEXT */
+	bool sasl;           /* SASL_PLAINTEXT, SASL_SSL: clients authenticate first (h_sasl.c) */
+	char *plain_jaas;    /* SASL: the PLAIN users' JAAS entry (malloc()ed) */
 };
 
 struct broker {

@@ -209,6 +209,8 @@ struct broker_cfg {
 	int ssl_client_auth; /* 0 none, 1 requested, 2 required */
 	char *ssl_enabled_protocols;
 	char *ssl_cipher_suites;
+	char *sasl_enabled_mechanisms;
+	char *sasl_jaas_config;
 	/* listener.name.<name>.ssl.* overrides, in the order read (config_listener_ssl()) */
 	struct config_kv {
 		char *key, *value;
