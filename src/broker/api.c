@@ -244,6 +244,15 @@ void req_reply(struct req *rq)
 	req_hold(rq, hold_ms);
 }
 
+void req_reply_after(struct req *rq, int64_t ms)
+{
+	req_note_handler_time(rq);
+	if (ms <= 0)
+		req_send_reply(rq);
+	else
+		req_hold(rq, ms);
+}
+
 void req_noreply(struct req *rq)
 {
 	req_note_handler_time(rq);

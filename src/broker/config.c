@@ -127,6 +127,10 @@ static const struct conf_def defs[] = {
 	    "connection)."),
 	I64("connections.max.idle.ms", connections_max_idle_ms, -1, I64MAX, "600000", false,
 	    "Close client connections idle this long; -1 never."),
+	I64("connection.failed.authentication.delay.ms", connection_failed_authentication_delay_ms, 0, 60000, "100",
+	    false,
+	    "Delay before a failed SaslAuthenticate is answered, times the failures from that client address in the "
+	    "last minute (at most 10 times), so repeated guesses slow down. 0: answer at once."),
 	I32("quota.window.num", quota_window_num, 1, 1000, "11", false,
 	    "Client quotas (docs/operations.md): the number of samples each client's byte and request rates are "
 	    "measured over."),

@@ -112,6 +112,7 @@ struct broker_cfg {
 	int64_t queued_max_request_bytes; /* -1 = no limit beyond per-connection caps */
 	int32_t queued_max_requests;
 	int64_t connections_max_idle_ms;
+	int64_t connection_failed_authentication_delay_ms;
 	int32_t quota_window_num; /* client quotas (broker/quota.h) */
 	int32_t quota_window_size_seconds;
 	/* segments, retention, indexes */

@@ -6,7 +6,9 @@
  * Mechanism: PLAIN against the listener's JAAS users.  After a v0
  * SaslHandshake (kafka-python 2.0) the next frame is the bare token,
  * answered by an empty frame on success and a closed connection on
- * failure, as Kafka does.
+ * failure, as Kafka does.  A failed SaslAuthenticate is answered after
+ * connection.failed.authentication.delay.ms times the recent failures
+ * from that address.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include "broker/handlers.h"
 #include "proto/kerr.h"
 #include "sec/sasl_plain.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define SASL_MECH_PLAIN 1     /* conn_auth() after a SaslHandshake v1 for PLAIN: SaslAuthenticate next */
@@ -66,6 +69,46 @@ static int sasl_plain_login(const struct listener *l, struct conn *c, const uint
 	return 0;
 }
 
+/* Recent authentication failures by client address (without the port), for the delay. */
+#define SASL_FAILS_SLOTS 64
+#define SASL_FAILS_WINDOW_MS 60000
+#define SASL_FAILS_MAX 10
+static struct sasl_fails {
+	char addr[64];
+	int n;
+	int64_t last_ms;
+} sasl_fails[SASL_FAILS_SLOTS];
+
+/* Counts one more failure from c's address; returns how many in the window (1..SASL_FAILS_MAX). */
+static int sasl_fail_count(const struct conn *c, int64_t now_ms)
+{
+	const char *peer = conn_peer(c), *colon = strrchr(peer, ':');
+	size_t len = colon ? (size_t)(colon - peer) : strlen(peer);
+	struct sasl_fails *f = &sasl_fails[0];
+
+	if (len >= sizeof(f->addr))
+		len = sizeof(f->addr) - 1;
+	for (int i = 0; i < SASL_FAILS_SLOTS; i++) {
+		struct sasl_fails *e = &sasl_fails[i];
+
+		if (!strncmp(e->addr, peer, len) && e->addr[len] == 0) {
+			f = e;
+			break;
+		}
+		if (e->last_ms < f->last_ms)
+			f = e; /* the oldest, reused if the address is not there */
+	}
+	if (strncmp(f->addr, peer, len) || f->addr[len] || now_ms - f->last_ms > SASL_FAILS_WINDOW_MS) {
+		memcpy(f->addr, peer, len);
+		f->addr[len] = 0;
+		f->n = 0;
+	}
+	if (f->n < SASL_FAILS_MAX)
+		f->n++;
+	f->last_ms = now_ms;
+	return f->n;
+}
+
 int h_sasl_authenticate(struct req *rq, const void *in, void *out)
 {
 	const struct SaslAuthenticateRequest *a = in;
@@ -80,6 +123,9 @@ int h_sasl_authenticate(struct req *rq, const void *in, void *out)
 	if (sasl_plain_login(l, rq->c, a->AuthBytes.p, a->AuthBytes.len)) {
 		resp->ErrorCode = KERR_SASL_AUTHENTICATION_FAILED;
 		resp->ErrorMessage = req_printf(rq, "Authentication failed: Invalid username or password");
+		req_reply_after(rq, rq->b->cfg.connection_failed_authentication_delay_ms *
+					    sasl_fail_count(rq->c, clock_mono_ms()));
+		return H_PARKED;
 	}
 	return H_REPLY;
 }

@@ -1,7 +1,8 @@
 """SASL_PLAINTEXT with PLAIN: confluent_kafka (librdkafka) and kafka-python
 authenticate with users from the listener's JAAS entry, produce and
-consume; a wrong password gets an authentication error on each client
-while the broker keeps serving the others; a Produce sent before
+consume; a wrong password gets an authentication error on each client (Kafka's
+error code and message on the wire, answered later as failures from one
+address repeat) while the broker keeps serving the others; a Produce sent before
 authentication closes that connection; GSSAPI, an unserved mechanism
 and a malformed or user-less JAAS entry stop the broker with status 2."""
 
@@ -93,6 +94,29 @@ def produce_before_auth(b):
     eq(got, b"", "no answer to a Produce before authentication")
 
 
+def raw_bad_password(b):
+    """SaslHandshake v1 + SaslAuthenticate v0 with a wrong password: Kafka's
+    error and message; the third failure in a row from this address is
+    answered no sooner than 3 x connection.failed.authentication.delay.ms."""
+    for attempt in range(3):
+        s = kwire.connect(b.port)
+        s.sendall(kwire.request(17, 1, 1, kwire.string("PLAIN")))
+        r = kwire.Reader(kwire.recv_response(s)[1])
+        eq(r.i16(), 0, "SaslHandshake error")
+        eq(r.array(lambda r: r.string()), ["PLAIN"], "mechanisms")
+        t0 = time.monotonic()
+        s.sendall(kwire.request(36, 0, 2, kwire.nbytes(b"\0alice\0guess%d" % attempt)))
+        r = kwire.Reader(kwire.recv_response(s)[1])
+        took = time.monotonic() - t0
+        eq(r.i16(), 58, "SaslAuthenticate error (SASL_AUTHENTICATION_FAILED)")
+        eq(r.string(), "Authentication failed: Invalid username or password", "error message")
+        s.sendall(kwire.request(3, 1, 3, kwire.metadata_v1_body()))
+        closed, _ = kwire.wait_closed(s, 5)
+        s.close()
+        check(closed, "Metadata after a failed authentication closes the connection")
+    check(took >= 0.6, "third failure answered after %.3f s, want >= 0.6 s" % took)
+
+
 def bad_settings(b):
     cases = [
         ({"sasl.enabled.mechanisms": "GSSAPI"}, "GSSAPI"),
@@ -113,12 +137,14 @@ def test():
     with Broker(start=False) as b:
         b.overrides.update({"listeners": "SASL_PLAINTEXT://%s" % b.bootstrap,
                             "sasl.enabled.mechanisms": "PLAIN", "num.partitions": "1",
+                            "connection.failed.authentication.delay.ms": "200",
                             "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS})
         b.start()
         produce_before_auth(b)
         rdkafka_roundtrip(sasl_conf(b, "alice", "alice-secret"), "sasl-rd")
         rdkafka_bad_password(b)
         kafka_python(b)
+        raw_bad_password(b)
         produce_before_auth(b)
         check("authentication failed for user 'alice'" in b.log_text(), "failure logged with the user")
         rdkafka_roundtrip(sasl_conf(b, "alice", "alice-secret"), "sasl-rd2")
