@@ -322,9 +322,13 @@ static const struct conf_def defs[] = {
 	     "Listener name to security protocol, for listeners not named after one. PLAINTEXT, SSL, SASL_PLAINTEXT "
 	     "and SASL_SSL are served (docs/security.md)."),
 	LIST("sasl.enabled.mechanisms", sasl_enabled_mechanisms, "PLAIN", false,
-	     "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners; only `PLAIN` is served (Kafka's "
-	     "default GSSAPI, and SCRAM, stop the broker at start-up). Per listener: "
+	     "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners; `PLAIN`, `SCRAM-SHA-256` and "
+	     "`SCRAM-SHA-512` are served (Kafka's default GSSAPI stops the broker at start-up). Per listener: "
 	     "`listener.name.<name>.sasl.enabled.mechanisms`."),
+	LIST("sasl.scram.users", sasl_scram_users, "", false,
+	     "Users of SCRAM-SHA-256 and SCRAM-SHA-512 as `name:password` pairs separated by commas. Gregor's own "
+	     "setting, read at start-up: the broker keeps only Kafka's salted credentials (salt, stored key, server "
+	     "key, 4096 iterations) in memory (docs/security.md)."),
 	STR("sasl.jaas.config", sasl_jaas_config, NULL, false,
 	    "JAAS entry naming the PLAIN users, Kafka's syntax: "
 	    "`org.apache.kafka.common.security.plain.PlainLoginModule "

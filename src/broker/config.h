@@ -212,6 +212,7 @@ struct broker_cfg {
 	char *ssl_cipher_suites;
 	char *sasl_enabled_mechanisms;
 	char *sasl_jaas_config;
+	char *sasl_scram_users;
 	/* listener.name.<name>.ssl.* overrides, in the order read (config_listener_ssl()) */
 	struct config_kv {
 		char *key, *value;

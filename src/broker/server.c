@@ -38,6 +38,7 @@
 #include "log/partition.h"
 #include "log/segment.h"
 #include "sec/sasl_plain.h"
+#include "sec/scram.h"
 #include "sec/tls.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -318,9 +319,28 @@ static int server_tls(struct broker *b, struct listener *l)
 	return 0;
 }
 
+/* One entry of sasl.enabled.mechanisms: its SASL_MECHS_* bit, or 0 (logged) if not served. */
+static int server_sasl_mech(const struct listener *l, const char *p, size_t len)
+{
+	if (len == 5 && !strncmp(p, "PLAIN", 5))
+		return SASL_MECHS_PLAIN;
+	if (scram_mech_of(p, len))
+		return 1 << scram_mech_of(p, len);
+	if (len == 6 && !strncmp(p, "GSSAPI", 6))
+		log_error("listener %s: sasl.enabled.mechanisms: GSSAPI (Kerberos) is not supported; use PLAIN, "
+			  "SCRAM-SHA-256 or SCRAM-SHA-512",
+			  l->name);
+	else
+		log_error("listener %s: sasl.enabled.mechanisms: %.*s is not supported (PLAIN, SCRAM-SHA-256, "
+			  "SCRAM-SHA-512)",
+			  l->name, (int)len, p);
+	return 0;
+}
+
 /*
  * A SASL listener's mechanisms and users: every enabled mechanism must be
- * one served (PLAIN), and PLAIN needs a JAAS entry that parses.
+ * one served; PLAIN needs a JAAS entry that parses, SCRAM the users of
+ * sasl.scram.users.
  */
 static int server_sasl(struct broker *b, struct listener *l)
 {
@@ -332,26 +352,25 @@ static int server_sasl(struct broker *b, struct listener *l)
 
 	for (const char *p = mechs ? mechs : ""; *p; p += *p == ',') {
 		size_t len;
+		int bit;
 
 		p += strspn(p, " ");
 		len = strcspn(p, ", ");
-		if (len == 6 && !strncmp(p, "GSSAPI", 6)) {
-			log_error("listener %s: sasl.enabled.mechanisms: GSSAPI (Kerberos) is not supported; use PLAIN",
-				  l->name);
+		bit = len ? server_sasl_mech(l, p, len) : 0;
+		if (len && !bit)
 			return -EINVAL;
-		}
-		if (len && (len != 5 || strncmp(p, "PLAIN", 5))) {
-			log_error("listener %s: sasl.enabled.mechanisms: %.*s is not supported (only PLAIN)", l->name,
-				  (int)len, p);
-			return -EINVAL;
-		}
+		l->sasl_mechs |= bit;
 		p += len;
 		p += strspn(p, " ");
 	}
-	if (!mechs || !strstr(mechs, "PLAIN")) {
+	if (!l->sasl_mechs) {
 		log_error("listener %s: sasl.enabled.mechanisms names no mechanism", l->name);
 		return -EINVAL;
 	}
+	if ((l->sasl_mechs & ~SASL_MECHS_PLAIN) && sasl_scram_load(b))
+		return -EINVAL;
+	if (!(l->sasl_mechs & SASL_MECHS_PLAIN))
+		return 0;
 	n = sasl_jaas_check(jaas, err, sizeof(err));
 	if (n <= 0) {
 		log_error("listener %s: %s: %s", l->name, jaas ? "sasl.jaas.config" : "no sasl.jaas.config for PLAIN",
@@ -805,6 +824,7 @@ void server_stop(struct broker *b)
 		tls_ctx_free(b->listeners[i].tls);
 		free(b->listeners[i].plain_jaas);
 	}
+	sasl_scram_free(b);
 	conn_close_all();
 	fetch_wake(b);            /* parked fetches see their connection closed */
 	cleaner_stop(b->cleaner); /* a pass in progress is cancelled */

@@ -86,6 +86,7 @@ struct conn {
 	uint8_t *fbuf;          /* CONN_FBUF_BYTES, for file slices through xt */
 	char *principal;        /* xt's peer identity or the authenticated user, NULL if none */
 	int auth;               /* CONN_AUTH_* or a mechanism chosen */
+	void *auth_data;        /* the exchange in progress (conn_set_auth_data()) */
 	struct loop_timer mute; /* armed while muted (client quota throttling); holds a reference */
 };
 
@@ -217,6 +218,7 @@ static void conn_free(struct conn *c)
 	free(c->rbuf);
 	free(c->fbuf);
 	free(c->principal);
+	free(c->auth_data);
 	free(c);
 }
 
@@ -355,6 +357,15 @@ int conn_auth(const struct conn *c)
 void conn_set_auth(struct conn *c, int state)
 {
 	c->auth = state;
+}
+void *conn_auth_data(const struct conn *c)
+{
+	return c->auth_data;
+}
+void conn_set_auth_data(struct conn *c, void *data)
+{
+	free(c->auth_data);
+	c->auth_data = data;
 }
 
 void conn_close(struct conn *c, const char *why)

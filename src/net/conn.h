@@ -89,6 +89,9 @@ const char *conn_principal(const struct conn *c);
 void conn_set_principal(struct conn *c, char *principal);
 int conn_auth(const struct conn *c);
 void conn_set_auth(struct conn *c, int state);
+/* State of an authentication exchange in progress, malloc()ed; freed (free()) with c or when replaced. */
+void *conn_auth_data(const struct conn *c);
+void conn_set_auth_data(struct conn *c, void *data);
 
 /*
  * Finishes a slot.  w holds the whole response frame (size prefix

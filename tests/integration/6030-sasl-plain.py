@@ -3,8 +3,8 @@ authenticate with users from the listener's JAAS entry, produce and
 consume; a wrong password gets an authentication error on each client (Kafka's
 error code and message on the wire, answered later as failures from one
 address repeat) while the broker keeps serving the others; a Produce sent before
-authentication closes that connection; GSSAPI, an unserved mechanism
-and a malformed or user-less JAAS entry stop the broker with status 2."""
+authentication closes that connection; GSSAPI, an unserved mechanism,
+SCRAM without users and a malformed or user-less JAAS entry stop the broker with status 2."""
 
 import os
 import sys
@@ -120,7 +120,9 @@ def raw_bad_password(b):
 def bad_settings(b):
     cases = [
         ({"sasl.enabled.mechanisms": "GSSAPI"}, "GSSAPI"),
-        ({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"}, "SCRAM-SHA-512"),
+        ({"sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER"}, "OAUTHBEARER"),
+        ({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"}, "sasl.scram.users"),
+        ({"sasl.enabled.mechanisms": "SCRAM-SHA-256", "sasl.scram.users": "nopassword"}, "sasl.scram.users"),
         ({"sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required user_a=\"x\""},
          "sasl.jaas.config"),
         ({"sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required;"}, "user_"),
