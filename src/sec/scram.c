@@ -46,17 +46,20 @@ static void scram_hmac(enum scram_mech m, const uint8_t *key, int keylen, const 
 	HMAC(scram_md(m), key, keylen, data, len, out, &outlen);
 }
 
-int scram_cred_make(enum scram_mech m, const char *password, int iterations, struct scram_cred *out)
+int scram_cred_derive(enum scram_mech m, const char *password, const uint8_t *salt, int salt_len, int iterations,
+		      struct scram_cred *out)
 {
 	uint8_t salted[SCRAM_KEY_MAX], client_key[SCRAM_KEY_MAX];
 	unsigned n = 0;
 	int len = scram_len(m);
 
 	memset(out, 0, sizeof(*out));
-	out->salt_len = 24;
-	out->iterations = iterations < SCRAM_ITERATIONS_MIN ? SCRAM_ITERATIONS_MIN : iterations;
-	if (RAND_bytes(out->salt, out->salt_len) != 1 ||
-	    PKCS5_PBKDF2_HMAC(password, (int)strlen(password), out->salt, out->salt_len, out->iterations, scram_md(m),
+	if (salt_len <= 0 || salt_len > (int)sizeof(out->salt))
+		return -EINVAL;
+	memcpy(out->salt, salt, (size_t)salt_len);
+	out->salt_len = salt_len;
+	out->iterations = iterations;
+	if (PKCS5_PBKDF2_HMAC(password, (int)strlen(password), out->salt, out->salt_len, out->iterations, scram_md(m),
 			      len, salted) != 1)
 		return -EIO;
 	scram_hmac(m, salted, len, "Client Key", 10, client_key);
@@ -64,6 +67,16 @@ int scram_cred_make(enum scram_mech m, const char *password, int iterations, str
 	if (EVP_Digest(client_key, (size_t)len, out->stored_key, &n, scram_md(m), NULL) != 1)
 		return -EIO;
 	return 0;
+}
+
+int scram_cred_make(enum scram_mech m, const char *password, int iterations, struct scram_cred *out)
+{
+	uint8_t salt[24];
+
+	if (RAND_bytes(salt, sizeof(salt)) != 1)
+		return -EIO;
+	return scram_cred_derive(m, password, salt, sizeof(salt),
+				 iterations < SCRAM_ITERATIONS_MIN ? SCRAM_ITERATIONS_MIN : iterations, out);
 }
 
 /* The value of attribute a ("a=value") in a comma-separated message, or NULL; *n its length. */

@@ -29,6 +29,9 @@ const char *scram_mech_name(enum scram_mech m);
 
 /* Derives a credential from a password with a random salt: 0 or -errno. */
 int scram_cred_make(enum scram_mech m, const char *password, int iterations, struct scram_cred *out);
+/* The same with a given salt (salt_len <= 32): 0 or -errno. */
+int scram_cred_derive(enum scram_mech m, const char *password, const uint8_t *salt, int salt_len, int iterations,
+		      struct scram_cred *out);
 
 /* Looks up user's credential for m: 0, or -ENOENT. */
 typedef int scram_lookup_fn(void *arg, enum scram_mech m, const char *user, struct scram_cred *out);
