@@ -1,5 +1,6 @@
 'use strict'
-/* kafkajs 2.2.4 over SASL_SSL and SASL_PLAINTEXT with PLAIN: it produces
+/* kafkajs 2.2.4 over SASL_SSL (PLAIN and SCRAM-SHA-512) and SASL_PLAINTEXT
+ * (PLAIN): it produces
  * (acks=-1) and its group consumer reads every record back over TLS; a
  * wrong password is refused with an authentication error while the broker
  * goes on serving; kcat (librdkafka) reads the records over SASL_SSL. */
@@ -24,12 +25,12 @@ function makeCerts (dir) {
 
 const value = i => `v${String(i).padStart(6, '0')}`
 
-function client (port, certs, password) {
+function client (port, certs, password, mechanism = 'plain') {
   return new Kafka({
     clientId: 'itest-6031',
     brokers: [`localhost:${port}`],
     ssl: certs ? { ca: [fs.readFileSync(certs.ca)] } : false,
-    sasl: { mechanism: 'plain', username: 'carol', password },
+    sasl: { mechanism, username: 'carol', password },
     logLevel: logLevel.NOTHING,
     connectionTimeout: 5000,
     requestTimeout: 10000,
@@ -61,8 +62,8 @@ async function roundtrip (kafka, topic) {
   eq(got, Array.from({ length: N }, (_, i) => value(i)), `records kafkajs read back from ${topic}`)
 }
 
-async function badPassword (port, certs) {
-  const admin = client(port, certs, 'wrong').admin()
+async function badPassword (port, certs, mechanism = 'plain') {
+  const admin = client(port, certs, 'wrong', mechanism).admin()
   let err = null
   try {
     await admin.connect()
@@ -78,6 +79,8 @@ async function badPassword (port, certs) {
 async function test (b, certs, saslPort) {
   await roundtrip(client(saslPort, certs, 'carol-pw'), 'sasl-ssl-js')
   await badPassword(saslPort, certs)
+  await roundtrip(client(saslPort, certs, 'carol-pw', 'scram-sha-512'), 'scram-ssl-js')
+  await badPassword(saslPort, certs, 'scram-sha-512')
   await roundtrip(client(b.port, null, 'carol-pw'), 'sasl-plain-js')
   await badPassword(b.port, null)
   const out = run('kcat', ['-b', `localhost:${saslPort}`, '-X', 'security.protocol=sasl_ssl', '-X', `ssl.ca.location=${certs.ca}`,
@@ -99,6 +102,8 @@ main(async () => {
     'advertised.listeners': `SASL_PLAINTEXT://localhost:${b.port},SASL_SSL://localhost:${saslPort}`,
     'ssl.keystore.location': certs.server,
     'sasl.jaas.config': JAAS,
+    'sasl.enabled.mechanisms': 'PLAIN,SCRAM-SHA-512',
+    'sasl.scram.users': 'carol:carol-pw',
     'num.partitions': '1',
     'group.initial.rebalance.delay.ms': '0'
   }
