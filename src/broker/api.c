@@ -68,6 +68,9 @@ const struct api_entry api_table[API_COUNT] = {
 	/* client quotas (h_quota.c) */
 	[API_DescribeClientQuotas] = { h_describe_client_quotas, 0, 1 },
 	[API_AlterClientQuotas] = { h_alter_client_quotas, 0, 1 },
+	/* SASL listeners (h_sasl.c) */
+	[API_SaslHandshake] = { h_sasl_handshake, 0, 1 },
+	[API_SaslAuthenticate] = { h_sasl_authenticate, 0, 2 },
 };
 
 extern struct broker *api_broker; /* set by server.c */
@@ -242,6 +245,15 @@ void req_reply(struct req *rq)
 	req_hold(rq, hold_ms);
 }
 
+void req_reply_after(struct req *rq, int64_t ms)
+{
+	req_note_handler_time(rq);
+	if (ms <= 0)
+		req_send_reply(rq);
+	else
+		req_hold(rq, ms);
+}
+
 void req_noreply(struct req *rq)
 {
 	req_note_handler_time(rq);
@@ -334,9 +346,12 @@ void req_finish(struct req *rq, int res)
 
 void api_on_request(struct conn *c, struct conn_slot *slot, uint8_t *frame, int32_t len)
 {
-	struct req *rq = calloc(1, sizeof(*rq));
+	struct req *rq;
 	struct rd r;
 
+	if (sasl_raw_token(api_broker, c, slot, frame, len))
+		return;
+	rq = calloc(1, sizeof(*rq));
 	if (!rq) {
 		free(frame);
 		conn_slot_done(c, slot, NULL);
@@ -354,6 +369,11 @@ void api_on_request(struct conn *c, struct conn_slot *slot, uint8_t *frame, int3
 	rd_init(&r, frame, (size_t)len);
 	if (header_decode(&r, &rq->hdr) < 0) {
 		req_reject(rq, "malformed request header");
+		return;
+	}
+	if (conn_auth(c) != CONN_AUTH_DONE && rq->hdr.api_key != API_ApiVersions &&
+	    rq->hdr.api_key != API_SaslHandshake && rq->hdr.api_key != API_SaslAuthenticate) {
+		req_reject(rq, "request before SASL authentication");
 		return;
 	}
 	if (!req_api_ok(rq->b, &rq->hdr)) {

@@ -64,6 +64,8 @@ bool api_served(const struct broker *b, int16_t api_key);
 
 /* Encodes rq->out, queues it on the connection and frees rq. */
 void req_reply(struct req *rq);
+/* Encodes and queues rq->out ms milliseconds from now (a handler then returns H_PARKED). */
+void req_reply_after(struct req *rq, int64_t ms);
 /* Shutdown: frees the replies held back for their throttle time (client quotas), unsent. */
 void req_drop_held(void);
 /* Finishes rq with no response and frees it. */

@@ -34,7 +34,13 @@ struct listener {
 	char host[256];      /* advertised host */
 	int32_t port;        /* advertised port */
 	struct tls_ctx *tls; /* SSL listeners; NULL: PLAINTEXT */
+	bool sasl;           /* SASL_PLAINTEXT, SASL_SSL: clients authenticate first (h_sasl.c) */
+	char *plain_jaas;    /* SASL: the PLAIN users' JAAS entry (malloc()ed) */
+	int sasl_mechs;      /* SASL: SASL_MECHS_* bits enabled */
 };
+
+/* Bits of listener.sasl_mechs: PLAIN, and 1 << enum scram_mech. */
+#define SASL_MECHS_PLAIN 1
 
 struct broker {
 	struct broker_cfg cfg;
@@ -44,6 +50,8 @@ struct broker {
 	struct cleaner *cleaner; /* NULL when log.cleaner.enable is false */
 	struct creator *creator; /* makes topics and partitions off the loop */
 	struct listener listeners[BROKER_LISTENERS_MAX];
+	struct sasl_scram_user *scram_users; /* sasl.scram.users, derived at start (h_sasl.c) */
+	int nscram_users;
 	int nlisteners;
 	struct loop_timer accept_pause; /* listener not polled until it fires (fd limit) */
 	bool accept_paused;             /* since the last successful accept */

@@ -127,6 +127,10 @@ static const struct conf_def defs[] = {
 	    "connection)."),
 	I64("connections.max.idle.ms", connections_max_idle_ms, -1, I64MAX, "600000", false,
 	    "Close client connections idle this long; -1 never."),
+	I64("connection.failed.authentication.delay.ms", connection_failed_authentication_delay_ms, 0, 60000, "100",
+	    false,
+	    "Delay before a failed SaslAuthenticate is answered, times the failures from that client address in the "
+	    "last minute (at most 10 times), so repeated guesses slow down. 0: answer at once."),
 	I32("quota.window.num", quota_window_num, 1, 1000, "11", false,
 	    "Client quotas (docs/operations.md): the number of samples each client's byte and request rates are "
 	    "measured over."),
@@ -315,8 +319,21 @@ static const struct conf_def defs[] = {
 	     "registration and `/controller` go at once rather than after the session timeout."),
 	LIST("listener.security.protocol.map", listener_security_protocol_map,
 	     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", false,
-	     "Listener name to security protocol, for listeners not named after one. PLAINTEXT and SSL are served; "
-	     "a listener mapped to SASL_PLAINTEXT or SASL_SSL stops the broker at start-up (SASL is not done yet)."),
+	     "Listener name to security protocol, for listeners not named after one. PLAINTEXT, SSL, SASL_PLAINTEXT "
+	     "and SASL_SSL are served (docs/security.md)."),
+	LIST("sasl.enabled.mechanisms", sasl_enabled_mechanisms, "PLAIN", false,
+	     "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners; `PLAIN`, `SCRAM-SHA-256` and "
+	     "`SCRAM-SHA-512` are served (Kafka's default GSSAPI stops the broker at start-up). Per listener: "
+	     "`listener.name.<name>.sasl.enabled.mechanisms`."),
+	LIST("sasl.scram.users", sasl_scram_users, "", false,
+	     "Users of SCRAM-SHA-256 and SCRAM-SHA-512 as `name:password` pairs separated by commas. Gregor's own "
+	     "setting, read at start-up: the broker keeps only Kafka's salted credentials (salt, stored key, server "
+	     "key, 4096 iterations) in memory (docs/security.md)."),
+	STR("sasl.jaas.config", sasl_jaas_config, NULL, false,
+	    "JAAS entry naming the PLAIN users, Kafka's syntax: "
+	    "`org.apache.kafka.common.security.plain.PlainLoginModule "
+	    "required user_alice=\"secret\";`. Per listener: `listener.name.<name>.plain.sasl.jaas.config`, which "
+	    "wins there."),
 	STR("ssl.keystore.type", ssl_keystore_type, "PEM", false,
 	    "Format of the keystore; only `PEM` is read. Every `ssl.*` setting may also be given for one listener as "
 	    "`listener.name.<name>.ssl.*` (name in lower case), which wins there (docs/security.md)."),
@@ -366,7 +383,10 @@ static const struct conf_table table = {
 
 #define LISTENER_PREFIX "listener.name."
 
-/* listener.name.<name>.ssl.<key>: kept when ssl.<key> is a setting; -ENOENT for any other key. */
+/*
+ * listener.name.<name>.ssl.<key> and .sasl.<key>: kept when that key is a
+ * setting; also .plain.sasl.jaas.config.  -ENOENT for any other key.
+ */
 static int config_other(void *obj, const char *key, const char *value, char *err, size_t errlen)
 {
 	struct broker_cfg *cfg = obj;
@@ -377,7 +397,10 @@ static int config_other(void *obj, const char *key, const char *value, char *err
 		return -ENOENT;
 	name = key + strlen(LISTENER_PREFIX);
 	dot = strchr(name, '.');
-	if (!dot || dot == name || strncmp(dot + 1, "ssl.", 4) || conf_index(&table, dot + 1) < 0)
+	if (!dot || dot == name)
+		return -ENOENT;
+	if (strcasecmp(dot + 1, "plain.sasl.jaas.config") &&
+	    ((strncmp(dot + 1, "ssl.", 4) && strncmp(dot + 1, "sasl.", 5)) || conf_index(&table, dot + 1) < 0))
 		return -ENOENT;
 	for (int i = 0; i < cfg->nlistener_ssl; i++)
 		if (!strcasecmp(cfg->listener_ssl[i].key, key)) { /* a later line wins */

@@ -112,6 +112,7 @@ struct broker_cfg {
 	int64_t queued_max_request_bytes; /* -1 = no limit beyond per-connection caps */
 	int32_t queued_max_requests;
 	int64_t connections_max_idle_ms;
+	int64_t connection_failed_authentication_delay_ms;
 	int32_t quota_window_num; /* client quotas (broker/quota.h) */
 	int32_t quota_window_size_seconds;
 	/* segments, retention, indexes */
@@ -209,6 +210,9 @@ struct broker_cfg {
 	int ssl_client_auth; /* 0 none, 1 requested, 2 required */
 	char *ssl_enabled_protocols;
 	char *ssl_cipher_suites;
+	char *sasl_enabled_mechanisms;
+	char *sasl_jaas_config;
+	char *sasl_scram_users;
 	/* listener.name.<name>.ssl.* overrides, in the order read (config_listener_ssl()) */
 	struct config_kv {
 		char *key, *value;

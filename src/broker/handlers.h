@@ -11,6 +11,17 @@
 #include "broker/api.h"
 
 int h_api_versions(struct req *rq, const void *in, void *out);
+/* h_sasl.c */
+int h_sasl_handshake(struct req *rq, const void *in, void *out);
+int h_sasl_authenticate(struct req *rq, const void *in, void *out);
+/*
+ * After a SaslHandshake v0 the next frame is a bare SASL token: handles it
+ * (takes frame, finishes slot) and returns true; false for a request.
+ */
+/* Derives the SCRAM credentials of sasl.scram.users (once): 0 or -EINVAL (logged). */
+int sasl_scram_load(struct broker *b);
+void sasl_scram_free(struct broker *b);
+bool sasl_raw_token(struct broker *b, struct conn *c, struct conn_slot *slot, uint8_t *frame, int32_t len);
 int h_metadata(struct req *rq, const void *in, void *out);
 int h_produce(struct req *rq, const void *in, void *out);
 int h_fetch(struct req *rq, const void *in, void *out);

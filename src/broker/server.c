@@ -37,6 +37,8 @@
 #include "cluster/mcache.h"
 #include "log/partition.h"
 #include "log/segment.h"
+#include "sec/sasl_plain.h"
+#include "sec/scram.h"
 #include "sec/tls.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -203,6 +205,7 @@ static void server_accept(struct loop_io *io, uint32_t events)
 		.xport = l->tls ? &tls_xport : NULL,
 		.xport_arg = l->tls,
 		.listener = (int)(l - b->listeners),
+		.auth_required = l->sasl,
 		.frame_bytes_max = b->cfg.socket_request_max_bytes,
 		.out_bytes_max = 64 << 20,
 		.slots_max = b->cfg.queued_max_requests,
@@ -316,6 +319,68 @@ static int server_tls(struct broker *b, struct listener *l)
 	return 0;
 }
 
+/* One entry of sasl.enabled.mechanisms: its SASL_MECHS_* bit, or 0 (logged) if not served. */
+static int server_sasl_mech(const struct listener *l, const char *p, size_t len)
+{
+	if (len == 5 && !strncmp(p, "PLAIN", 5))
+		return SASL_MECHS_PLAIN;
+	if (scram_mech_of(p, len))
+		return 1 << scram_mech_of(p, len);
+	if (len == 6 && !strncmp(p, "GSSAPI", 6))
+		log_error("listener %s: sasl.enabled.mechanisms: GSSAPI (Kerberos) is not supported; use PLAIN, "
+			  "SCRAM-SHA-256 or SCRAM-SHA-512",
+			  l->name);
+	else
+		log_error("listener %s: sasl.enabled.mechanisms: %.*s is not supported (PLAIN, SCRAM-SHA-256, "
+			  "SCRAM-SHA-512)",
+			  l->name, (int)len, p);
+	return 0;
+}
+
+/*
+ * A SASL listener's mechanisms and users: every enabled mechanism must be
+ * one served; PLAIN needs a JAAS entry that parses, SCRAM the users of
+ * sasl.scram.users.
+ */
+static int server_sasl(struct broker *b, struct listener *l)
+{
+	const char *mechs =
+		config_listener_ssl(&b->cfg, l->name, "sasl.enabled.mechanisms", b->cfg.sasl_enabled_mechanisms);
+	const char *jaas = config_listener_ssl(&b->cfg, l->name, "plain.sasl.jaas.config", b->cfg.sasl_jaas_config);
+	char err[256];
+	int n;
+
+	for (const char *p = mechs ? mechs : ""; *p; p += *p == ',') {
+		size_t len;
+		int bit;
+
+		p += strspn(p, " ");
+		len = strcspn(p, ", ");
+		bit = len ? server_sasl_mech(l, p, len) : 0;
+		if (len && !bit)
+			return -EINVAL;
+		l->sasl_mechs |= bit;
+		p += len;
+		p += strspn(p, " ");
+	}
+	if (!l->sasl_mechs) {
+		log_error("listener %s: sasl.enabled.mechanisms names no mechanism", l->name);
+		return -EINVAL;
+	}
+	if ((l->sasl_mechs & ~SASL_MECHS_PLAIN) && sasl_scram_load(b))
+		return -EINVAL;
+	if (!(l->sasl_mechs & SASL_MECHS_PLAIN))
+		return 0;
+	n = sasl_jaas_check(jaas, err, sizeof(err));
+	if (n <= 0) {
+		log_error("listener %s: %s: %s", l->name, jaas ? "sasl.jaas.config" : "no sasl.jaas.config for PLAIN",
+			  n < 0 ? err : "no user_<name>=\"<password>\" option");
+		return -EINVAL;
+	}
+	l->plain_jaas = strdup(jaas);
+	return l->plain_jaas ? 0 : -ENOMEM;
+}
+
 /*
  * The advertised endpoint of l: its entry in advertised.listeners (by
  * name; an entry without a name is the first listener's), else its own
@@ -365,17 +430,16 @@ static int server_listen_one(struct broker *b, const char *item)
 			return -EINVAL;
 		}
 	listener_protocol(b, l->name, proto, sizeof(proto));
-	if (!strcmp(proto, "SASL_PLAINTEXT") || !strcmp(proto, "SASL_SSL")) {
-		log_error("listener %s: security protocol %s is not supported yet (SASL); use PLAINTEXT or SSL",
-			  l->name, proto);
-		return -EINVAL;
-	}
-	if (strcmp(proto, "PLAINTEXT") && strcmp(proto, "SSL")) {
-		log_error("listener %s: no security protocol (PLAINTEXT, SSL) for it in listener.security.protocol.map",
+	l->sasl = !strcmp(proto, "SASL_PLAINTEXT") || !strcmp(proto, "SASL_SSL");
+	if (strcmp(proto, "PLAINTEXT") && strcmp(proto, "SSL") && !l->sasl) {
+		log_error("listener %s: no security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) for it in "
+			  "listener.security.protocol.map",
 			  l->name);
 		return -EINVAL;
 	}
-	if (!strcmp(proto, "SSL") && server_tls(b, l))
+	if ((!strcmp(proto, "SSL") || !strcmp(proto, "SASL_SSL")) && server_tls(b, l))
+		return -EINVAL;
+	if (l->sasl && server_sasl(b, l))
 		return -EINVAL;
 	fd = server_bind(b, host, &port);
 	if (fd < 0)
@@ -779,7 +843,9 @@ void server_stop(struct broker *b)
 	for (int i = 0; i < b->nlisteners; i++) {
 		close(b->listeners[i].io.fd);
 		tls_ctx_free(b->listeners[i].tls);
+		free(b->listeners[i].plain_jaas);
 	}
+	sasl_scram_free(b);
 	conn_close_all();
 	fetch_wake(b);            /* parked fetches see their connection closed */
 	cleaner_stop(b->cleaner); /* a pass in progress is cancelled */

@@ -84,7 +84,9 @@ struct conn {
 	bool on_pending;   /* on conn_pending (holds a reference) */
 	struct conn *pend_next;
 	uint8_t *fbuf;          /* CONN_FBUF_BYTES, for file slices through xt */
-	char *principal;        /* xt's peer identity, NULL if none */
+	char *principal;        /* xt's peer identity or the authenticated user, NULL if none */
+	int auth;               /* CONN_AUTH_* or a mechanism chosen */
+	void *auth_data;        /* the exchange in progress (conn_set_auth_data()) */
 	struct loop_timer mute; /* armed while muted (client quota throttling); holds a reference */
 };
 
@@ -164,6 +166,7 @@ int conn_new(struct loop *loop, int fd, const struct conn_cfg *cfg, struct conn 
 	c->io.fn = conn_on_io;
 	c->loop = loop;
 	c->cfg = *cfg;
+	c->auth = cfg->auth_required ? CONN_AUTH_NONE : CONN_AUTH_DONE;
 	c->refs = 1;
 	c->id = conn_next_id++;
 	c->active_ms = clock_mono_ms();
@@ -215,6 +218,7 @@ static void conn_free(struct conn *c)
 	free(c->rbuf);
 	free(c->fbuf);
 	free(c->principal);
+	free(c->auth_data);
 	free(c);
 }
 
@@ -340,6 +344,28 @@ int conn_listener(const struct conn *c)
 const char *conn_principal(const struct conn *c)
 {
 	return c->principal;
+}
+void conn_set_principal(struct conn *c, char *principal)
+{
+	free(c->principal);
+	c->principal = principal;
+}
+int conn_auth(const struct conn *c)
+{
+	return c->auth;
+}
+void conn_set_auth(struct conn *c, int state)
+{
+	c->auth = state;
+}
+void *conn_auth_data(const struct conn *c)
+{
+	return c->auth_data;
+}
+void conn_set_auth_data(struct conn *c, void *data)
+{
+	free(c->auth_data);
+	c->auth_data = data;
 }
 
 void conn_close(struct conn *c, const char *why)

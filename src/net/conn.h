@@ -64,7 +64,12 @@ struct conn_cfg {
 	const struct conn_xport *xport; /* NULL: plain socket, zero-copy writes */
 	void *xport_arg;                /* given to xport->open */
 	int listener;                   /* which listener accepted it (conn_listener()) */
+	bool auth_required;             /* SASL listener: conn_auth() starts at CONN_AUTH_NONE */
 };
+
+/* Authentication state of a connection (conn_auth()); > 0: a mechanism chosen by the broker's numbering. */
+#define CONN_AUTH_DONE (-1) /* authenticated, or a listener without authentication */
+#define CONN_AUTH_NONE 0    /* nothing yet: only pre-authentication requests are served */
 
 /* Takes ownership of fd (a connected, non-blocking socket). */
 int conn_new(struct loop *loop, int fd, const struct conn_cfg *cfg, struct conn **out);
@@ -80,6 +85,13 @@ uint64_t conn_id(const struct conn *c);
 int conn_listener(const struct conn *c);
 /* The transport's principal (a client certificate's subject DN), or NULL. */
 const char *conn_principal(const struct conn *c);
+/* Replaces the principal (e.g. User:alice after SASL); takes ownership of principal. */
+void conn_set_principal(struct conn *c, char *principal);
+int conn_auth(const struct conn *c);
+void conn_set_auth(struct conn *c, int state);
+/* State of an authentication exchange in progress, malloc()ed; freed (free()) with c or when replaced. */
+void *conn_auth_data(const struct conn *c);
+void conn_set_auth_data(struct conn *c, void *data);
 
 /*
  * Finishes a slot.  w holds the whole response frame (size prefix

@@ -1,0 +1,300 @@
+/*
+ * h_sasl.c - SaslHandshake and SaslAuthenticate on SASL_PLAINTEXT and
+ * SASL_SSL listeners: the client names a mechanism, then exchanges
+ * tokens; success makes the connection's principal User:<name> and lets
+ * every other request through (api.c refuses them before).
+ *
+ * Mechanisms: PLAIN against the listener's JAAS users; SCRAM-SHA-256 and
+ * SCRAM-SHA-512 against sasl.scram.users, derived once at start-up into
+ * Kafka's salted credentials.  After a v0 SaslHandshake (kafka-python
+ * 2.0) the tokens come bare in size-prefixed frames, answered the same
+ * way, and a failure closes the connection, as Kafka does.  A failed
+ * SaslAuthenticate is answered after connection.failed.authentication.delay.ms
+ * times the recent failures from that address.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/api.h"
+#include "broker/broker.h"
+#include "broker/handlers.h"
+#include "proto/kerr.h"
+#include "sec/sasl_plain.h"
+#include "sec/scram.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+/* conn_auth() once a mechanism is chosen; SASL_AUTH_RAW: after a v0 handshake. */
+#define SASL_AUTH_PLAIN 1
+#define SASL_AUTH_SCRAM 2 /* conn_auth_data(): the struct scram_session */
+#define SASL_AUTH_RAW 0x10
+
+struct sasl_scram_user {
+	char *name;
+	struct scram_cred cred[3]; /* by enum scram_mech */
+};
+
+static const struct listener *sasl_listener(const struct broker *b, const struct conn *c)
+{
+	int i = conn_listener(c);
+
+	return i >= 0 && i < b->nlisteners && b->listeners[i].sasl ? &b->listeners[i] : NULL;
+}
+
+static void sasl_scram_add(struct broker *b, const char *item, size_t n, int *err)
+{
+	const char *colon = memchr(item, ':', n);
+	struct sasl_scram_user *u;
+	char *pw;
+
+	if (!colon || colon == item || colon == item + n - 1) {
+		log_error("sasl.scram.users: '%.*s' is not name:password", (int)n, item);
+		*err = -EINVAL;
+		return;
+	}
+	u = &b->scram_users[b->nscram_users];
+	u->name = strndup(item, (size_t)(colon - item));
+	pw = strndup(colon + 1, n - (size_t)(colon + 1 - item));
+	if (!u->name || !pw || scram_cred_make(SCRAM_SHA_256, pw, SCRAM_ITERATIONS_MIN, &u->cred[SCRAM_SHA_256]) ||
+	    scram_cred_make(SCRAM_SHA_512, pw, SCRAM_ITERATIONS_MIN, &u->cred[SCRAM_SHA_512])) {
+		log_error("sasl.scram.users: cannot derive the credentials of '%.*s'", (int)n, item);
+		*err = -EINVAL;
+	}
+	b->nscram_users++;
+	free(pw);
+}
+
+int sasl_scram_load(struct broker *b)
+{
+	const char *users = b->cfg.sasl_scram_users ? b->cfg.sasl_scram_users : "";
+	int err = 0;
+
+	if (b->scram_users)
+		return 0;
+	b->scram_users = calloc(strlen(users) / 2 + 1, sizeof(*b->scram_users));
+	if (!b->scram_users)
+		return -ENOMEM;
+	for (const char *p = users; *p && !err; p += *p == ',') {
+		size_t n;
+
+		p += strspn(p, " ");
+		n = strcspn(p, ",");
+		while (n && p[n - 1] == ' ')
+			n--;
+		if (n)
+			sasl_scram_add(b, p, n, &err);
+		p += strcspn(p, ",");
+	}
+	if (!err && !b->nscram_users) {
+		log_error("a SCRAM mechanism is enabled but sasl.scram.users names no user");
+		err = -EINVAL;
+	}
+	return err;
+}
+
+void sasl_scram_free(struct broker *b)
+{
+	for (int i = 0; i < b->nscram_users; i++)
+		free(b->scram_users[i].name);
+	free(b->scram_users);
+	b->scram_users = NULL;
+	b->nscram_users = 0;
+}
+
+static int sasl_scram_lookup(void *arg, enum scram_mech m, const char *user, struct scram_cred *out)
+{
+	const struct broker *b = arg;
+
+	for (int i = 0; i < b->nscram_users; i++)
+		if (!strcmp(b->scram_users[i].name, user)) {
+			*out = b->scram_users[i].cred[m];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* Chooses the mechanism named in a SaslHandshake: a KERR_* code. */
+static int sasl_choose(const struct listener *l, struct conn *c, struct kstr name, bool raw)
+{
+	enum scram_mech m = name.p ? scram_mech_of(name.p, (size_t)name.len) : 0;
+	struct scram_session *s;
+
+	if (name.len == 5 && !memcmp(name.p, "PLAIN", 5) && (l->sasl_mechs & SASL_MECHS_PLAIN)) {
+		conn_set_auth(c, SASL_AUTH_PLAIN | (raw ? SASL_AUTH_RAW : 0));
+		return KERR_NONE;
+	}
+	if (!m || !(l->sasl_mechs & (1 << m)))
+		return KERR_UNSUPPORTED_SASL_MECHANISM;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return KERR_UNKNOWN_SERVER_ERROR;
+	s->mech = m;
+	conn_set_auth_data(c, s);
+	conn_set_auth(c, SASL_AUTH_SCRAM | (raw ? SASL_AUTH_RAW : 0));
+	return KERR_NONE;
+}
+
+int h_sasl_handshake(struct req *rq, const void *in, void *out)
+{
+	const struct SaslHandshakeRequest *h = in;
+	struct SaslHandshakeResponse *resp = out;
+	const struct listener *l = sasl_listener(rq->b, rq->c);
+	static const char *const names[] = { "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512" };
+
+	resp->Mechanisms.v = req_alloc(rq, 3, sizeof(*resp->Mechanisms.v));
+	for (int i = 0; i < 3 && l; i++)
+		if (l->sasl_mechs & (1 << i))
+			resp->Mechanisms.v[resp->Mechanisms.n++] = (struct kstr){ names[i], (int32_t)strlen(names[i]) };
+	if (!l || conn_auth(rq->c) != CONN_AUTH_NONE)
+		resp->ErrorCode = KERR_ILLEGAL_SASL_STATE;
+	else
+		resp->ErrorCode = (int16_t)sasl_choose(l, rq->c, h->Mechanism, rq->hdr.api_version == 0);
+	return H_REPLY;
+}
+
+/* Authenticated as user: the principal becomes User:<user>. */
+static int sasl_done(struct conn *c, const char *user, const char *mech)
+{
+	char *principal;
+
+	if (asprintf(&principal, "User:%s", user) < 0)
+		return -ENOMEM;
+	conn_set_principal(c, principal);
+	conn_set_auth(c, CONN_AUTH_DONE);
+	conn_set_auth_data(c, NULL);
+	log_info("%s: authenticated as %s (SASL/%s)", conn_peer(c), principal, mech);
+	return 1;
+}
+
+/*
+ * Runs one client token through the chosen mechanism.  Returns 1 when
+ * authenticated, 0 to wait for the next token, -EACCES on failure (logged;
+ * the connection is back to before the handshake).  out gets the answer.
+ */
+static int sasl_token(struct broker *b, const struct listener *l, struct conn *c, const uint8_t *tok, int32_t len,
+		      char *out, size_t outlen)
+{
+	struct scram_session *s = conn_auth_data(c);
+	char user[256];
+	int r;
+
+	out[0] = 0;
+	if ((conn_auth(c) & ~SASL_AUTH_RAW) == SASL_AUTH_PLAIN) {
+		r = len >= 0 && !sasl_plain_verify(l->plain_jaas, tok, (size_t)len, user, sizeof(user)) ? 1 : -EACCES;
+		if (r == 1)
+			return sasl_done(c, user, "PLAIN");
+		log_warn("%s: SASL/PLAIN authentication failed for user '%s'", conn_peer(c), user);
+	} else if (s && len >= 0) {
+		r = scram_step(s, sasl_scram_lookup, b, tok, (size_t)len, out, outlen);
+		if (r == 1)
+			return sasl_done(c, s->user, scram_mech_name(s->mech)) == 1 ? 1 : -EACCES;
+		if (r == 0)
+			return 0;
+		log_warn("%s: SASL/%s authentication failed for user '%s'", conn_peer(c), scram_mech_name(s->mech),
+			 s->user);
+	}
+	conn_set_auth(c, CONN_AUTH_NONE);
+	conn_set_auth_data(c, NULL);
+	return -EACCES;
+}
+
+/* Recent authentication failures by client address (without the port), for the delay. */
+#define SASL_FAILS_SLOTS 64
+#define SASL_FAILS_WINDOW_MS 60000
+#define SASL_FAILS_MAX 10
+static struct sasl_fails {
+	char addr[64];
+	int n;
+	int64_t last_ms;
+} sasl_fails[SASL_FAILS_SLOTS];
+
+/* Counts one more failure from c's address; returns how many in the window (1..SASL_FAILS_MAX). */
+static int sasl_fail_count(const struct conn *c, int64_t now_ms)
+{
+	const char *peer = conn_peer(c), *colon = strrchr(peer, ':');
+	size_t len = colon ? (size_t)(colon - peer) : strlen(peer);
+	struct sasl_fails *f = &sasl_fails[0];
+
+	if (len >= sizeof(f->addr))
+		len = sizeof(f->addr) - 1;
+	for (int i = 0; i < SASL_FAILS_SLOTS; i++) {
+		struct sasl_fails *e = &sasl_fails[i];
+
+		if (!strncmp(e->addr, peer, len) && e->addr[len] == 0) {
+			f = e;
+			break;
+		}
+		if (e->last_ms < f->last_ms)
+			f = e; /* the oldest, reused if the address is not there */
+	}
+	if (strncmp(f->addr, peer, len) || f->addr[len] || now_ms - f->last_ms > SASL_FAILS_WINDOW_MS) {
+		memcpy(f->addr, peer, len);
+		f->addr[len] = 0;
+		f->n = 0;
+	}
+	if (f->n < SASL_FAILS_MAX)
+		f->n++;
+	f->last_ms = now_ms;
+	return f->n;
+}
+
+int h_sasl_authenticate(struct req *rq, const void *in, void *out)
+{
+	const struct SaslAuthenticateRequest *a = in;
+	struct SaslAuthenticateResponse *resp = out;
+	const struct listener *l = sasl_listener(rq->b, rq->c);
+	struct scram_session *s = conn_auth_data(rq->c);
+	int auth = conn_auth(rq->c);
+	char *tok;
+	int r;
+
+	if (!l || auth <= 0 || (auth & SASL_AUTH_RAW)) {
+		resp->ErrorCode = KERR_ILLEGAL_SASL_STATE;
+		resp->ErrorMessage = req_printf(rq, "Unexpected SaslAuthenticate: no SaslHandshake v1 before it");
+		return H_REPLY;
+	}
+	tok = req_alloc(rq, 1024, 1);
+	if (auth == SASL_AUTH_PLAIN)
+		resp->ErrorMessage = req_printf(rq, "Authentication failed: Invalid username or password");
+	else
+		resp->ErrorMessage = req_printf(
+			rq,
+			"Authentication failed during authentication due to invalid credentials with SASL mechanism %s",
+			scram_mech_name(s->mech));
+	r = sasl_token(rq->b, l, rq->c, a->AuthBytes.p, a->AuthBytes.len, tok, 1024);
+	if (r < 0) {
+		resp->ErrorCode = KERR_SASL_AUTHENTICATION_FAILED;
+		req_reply_after(rq, rq->b->cfg.connection_failed_authentication_delay_ms *
+					    sasl_fail_count(rq->c, clock_mono_ms()));
+		return H_PARKED;
+	}
+	resp->ErrorMessage = KSTR_NULL;
+	resp->AuthBytes = (struct bytes){ (const uint8_t *)tok, (int32_t)strlen(tok) };
+	return H_REPLY;
+}
+
+bool sasl_raw_token(struct broker *b, struct conn *c, struct conn_slot *slot, uint8_t *frame, int32_t len)
+{
+	const struct listener *l = sasl_listener(b, c);
+	char tok[1024];
+	struct wr w;
+
+	if (conn_auth(c) <= 0 || !(conn_auth(c) & SASL_AUTH_RAW))
+		return false;
+	if (!l || sasl_token(b, l, c, frame, len, tok, sizeof(tok)) < 0) {
+		free(frame);
+		conn_slot_done(c, slot, NULL);
+		conn_close(c, "SASL authentication failed");
+		return true;
+	}
+	free(frame);
+	wr_init(&w);
+	wr_i32(&w, (int32_t)strlen(tok));
+	wr_raw(&w, tok, strlen(tok));
+	conn_slot_done(c, slot, &w);
+	wr_release(&w);
+	return true;
+}
