@@ -481,37 +481,6 @@ static int server_listen(struct broker *b)
 	return err;
 }
 
-void broker_endpoint(const struct broker *b, const struct conn *c, const char **host, int32_t *port)
-{
-	int i = c ? conn_listener(c) : 0;
-
-	if (i < 0 || i >= b->nlisteners)
-		i = 0;
-	*host = b->listeners[i].host;
-	*port = b->listeners[i].port;
-}
-
-void broker_endpoint_of(const struct broker *b, const struct conn *c, const struct cluster_broker *cb,
-			const char **host, int32_t *port)
-{
-	int i = c ? conn_listener(c) : 0;
-
-	if (cb->id == b->node_id) {
-		broker_endpoint(b, c, host, port);
-		return;
-	}
-	if (i < 0 || i >= b->nlisteners)
-		i = 0;
-	*host = cb->host;
-	*port = cb->port;
-	for (int e = 0; e < cb->nendpoints; e++) {
-		if (!strcmp(cb->endpoints[e].listener, b->listeners[i].name)) {
-			*host = cb->endpoints[e].host;
-			*port = cb->endpoints[e].port;
-		}
-	}
-}
-
 /*
  * SIGHUP: re-reads server.properties and the --override values (which win,
  * as at start-up), applies the dynamic keys (config_update() logs each
