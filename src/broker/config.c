@@ -317,6 +317,11 @@ static const struct conf_def defs[] = {
 	     "away before stopping) is not done yet: partitions have no leaders on other brokers (docs/cluster.md). "
 	     "Either way a clean shutdown (SIGTERM) in cluster mode closes the ZooKeeper session first, so the "
 	     "registration and `/controller` go at once rather than after the session timeout."),
+	I32("controlled.shutdown.max.retries", controlled_shutdown_max_retries, 0, I32MAX, "3", false,
+	    "Accepted. With `controlled.shutdown.retry.backoff.ms`, the bound of a controlled shutdown once "
+	    "ControlledShutdown is sent on SIGTERM (not done yet, docs/cluster.md)."),
+	I32("controlled.shutdown.retry.backoff.ms", controlled_shutdown_retry_backoff_ms, 0, I32MAX, "5000", false,
+	    "Accepted. Wait between controlled shutdown attempts (not done yet, docs/cluster.md)."),
 	LIST("listener.security.protocol.map", listener_security_protocol_map,
 	     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", false,
 	     "Listener name to security protocol, for listeners not named after one. PLAINTEXT, SSL, SASL_PLAINTEXT "

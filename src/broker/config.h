@@ -197,6 +197,8 @@ struct broker_cfg {
 	char *controller_listener_names;
 	char *inter_broker_listener_name;
 	bool controlled_shutdown_enable;
+	int32_t controlled_shutdown_max_retries;
+	int32_t controlled_shutdown_retry_backoff_ms;
 	char *listener_security_protocol_map;
 	/* TLS on SSL listeners (sec/tls.h) */
 	char *ssl_keystore_type;
