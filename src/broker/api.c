@@ -36,6 +36,8 @@ const struct api_entry api_table[API_COUNT] = {
 	[API_LeaderAndIsr] = { h_leader_and_isr, 5, 5 },
 	[API_UpdateMetadata] = { h_update_metadata, 5, 7 },
 	[API_StopReplica] = { h_stop_replica, 3, 3 },
+	/* a broker's request to the controller; v0 has a header without client id, not taken */
+	[API_ControlledShutdown] = { h_controlled_shutdown, 1, 3 },
 	[API_DeleteRecords] = { h_delete_records, 0, 1 },
 	[API_DescribeConfigs] = { h_describe_configs, 0, 2 },
 	[API_AlterConfigs] = { h_alter_configs, 0, 1 },
@@ -286,7 +288,8 @@ static void req_reply_apiversions_unsupported(struct req *rq)
 
 bool api_served(const struct broker *b, int16_t api_key)
 {
-	bool inter_broker = api_key == API_LeaderAndIsr || api_key == API_UpdateMetadata || api_key == API_StopReplica;
+	bool inter_broker = api_key == API_LeaderAndIsr || api_key == API_UpdateMetadata ||
+			    api_key == API_StopReplica || api_key == API_ControlledShutdown;
 
 	return api_key >= 0 && api_key < API_COUNT && api_table[api_key].handler && (!inter_broker || b->cluster);
 }

@@ -15,6 +15,13 @@
  *                   cache's leader (registry_set_mcache()).
  *   UpdateMetadata  replaces the metadata cache (cluster/mcache.h).
  *   StopReplica     with delete: deletes the topic here.
+ *
+ * and the one a broker sends the controller:
+ *
+ *   ControlledShutdown  on the active controller (NOT_CONTROLLER elsewhere, STALE_BROKER_EPOCH for
+ *                       an older registration than the live one): the broker counts as not live for
+ *                       leadership from now on (cluster_controlled_shutdown()); the answer lists the
+ *                       partitions it led, none of which can move with one replica each.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -208,5 +215,45 @@ int h_stop_replica(struct req *rq, const void *vin, void *vout)
 			pe->ErrorCode = err;
 		}
 	}
+	return H_REPLY;
+}
+
+/* Counts (out NULL) or lists into out the partitions the metadata cache has led by broker id. */
+static int32_t cluster_led_by(const struct mcache *mc, int32_t id, struct ControlledShutdownRemainingPartition *out)
+{
+	int32_t k = 0;
+
+	for (int t = 0; t < mc->ntopics; t++)
+		for (int32_t p = 0; p < mc->topics[t].nparts; p++) {
+			if (mc->topics[t].parts[p].leader != id)
+				continue;
+			if (out) {
+				out[k].TopicName =
+					(struct kstr){ mc->topics[t].name, (int32_t)strlen(mc->topics[t].name) };
+				out[k].PartitionIndex = p;
+			}
+			k++;
+		}
+	return k;
+}
+
+int h_controlled_shutdown(struct req *rq, const void *vin, void *vout)
+{
+	const struct ControlledShutdownRequest *in = vin;
+	struct ControlledShutdownResponse *out = vout;
+	int32_t n;
+
+	if (!rq->b->cluster)
+		return H_CLOSE;
+	/* what it leads before the pass: with one replica per partition no leader can move, all remain */
+	n = cluster_led_by(rq->b->mcache, in->BrokerId, NULL);
+	out->ErrorCode = cluster_controlled_shutdown(rq->b->cluster, in->BrokerId, in->BrokerEpoch);
+	if (out->ErrorCode) {
+		log_warn("ControlledShutdown of broker %d (broker epoch %lld): %s", in->BrokerId,
+			 (long long)in->BrokerEpoch, kerr_name(out->ErrorCode));
+		return H_REPLY;
+	}
+	out->RemainingPartitions.v = req_alloc(rq, (size_t)n, sizeof(*out->RemainingPartitions.v));
+	out->RemainingPartitions.n = cluster_led_by(rq->b->mcache, in->BrokerId, out->RemainingPartitions.v);
 	return H_REPLY;
 }

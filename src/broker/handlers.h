@@ -34,6 +34,7 @@ int admin_topic_remove(struct broker *b, struct topic *t);
 int h_leader_and_isr(struct req *rq, const void *in, void *out);
 int h_update_metadata(struct req *rq, const void *in, void *out);
 int h_stop_replica(struct req *rq, const void *in, void *out);
+int h_controlled_shutdown(struct req *rq, const void *in, void *out);
 int h_create_partitions(struct req *rq, const void *in, void *out);
 int h_delete_records(struct req *rq, const void *in, void *out);
 int h_describe_configs(struct req *rq, const void *in, void *out);

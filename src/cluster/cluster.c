@@ -35,6 +35,7 @@
 #include "cluster/topics.h"
 #include "cluster/zk.h"
 #include "net/loop.h"
+#include "proto/kerr.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/uuid.h"
@@ -46,6 +47,14 @@
 enum cluster_state { CL_DOWN, CL_CONNECTING, CL_REGISTERING, CL_REGISTERED, CL_FATAL };
 static const char *const cluster_state_names[] = { "down", "connecting", "registering", "registered", "fatal" };
 
+#define CLUSTER_SHUTTING_MAX 64
+
+/* A broker in controlled shutdown, by the registration it asked with. */
+struct cluster_broker_epoch {
+	int32_t id;
+	int64_t epoch;
+};
+
 struct cluster {
 	struct cluster_cfg cfg;
 	struct loop *loop;
@@ -56,6 +65,7 @@ struct cluster {
 	char broker_path[64];          /* /brokers/ids/<id> */
 	char cluster_id[64];           /* "" until read */
 	int64_t session_id;            /* of the session events last came from */
+	int64_t broker_epoch;          /* czxid of our registration, -1 until registered */
 	struct loop_timer conn_timer;  /* CONNECTING: give the handle up when it fires */
 	struct loop_timer retry_timer; /* DOWN: make a new handle; REGISTERING: run the sequence again */
 	int32_t backoff_ms;
@@ -69,6 +79,8 @@ struct cluster {
 	struct channel *channel; /* as controller: the requests to every broker (channel.h) */
 	struct pidblock pids;    /* producer ids from /latest_producer_id_block (pidblock.h) */
 	struct confchange confs; /* /config/changes followed (confchange.h) */
+	struct cluster_broker_epoch shutting[CLUSTER_SHUTTING_MAX]; /* as controller: in controlled shutdown */
+	int nshutting;
 };
 
 /* One listing of /brokers/ids under way: the registrations read so far. */
@@ -115,10 +127,37 @@ static int cluster_broker_cmp(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* True if broker id asked for a controlled shutdown: the leadership pass counts it as not live. */
+static bool cluster_shutting(const struct cluster *cl, int32_t id)
+{
+	for (int i = 0; i < cl->nshutting; i++)
+		if (cl->shutting[i].id == id)
+			return true;
+	return false;
+}
+
+/* A broker leaves the shutting-down set when its registration goes or a new one (another epoch) appears. */
+static void cluster_prune_shutting(struct cluster *cl)
+{
+	int k = 0;
+
+	for (int i = 0; i < cl->nshutting; i++) {
+		const struct cluster_broker_epoch *s = &cl->shutting[i];
+		bool keep = false;
+
+		for (int j = 0; j < cl->nbrokers && !keep; j++)
+			keep = cl->brokers[j].id == s->id && cl->brokers[j].epoch == s->epoch;
+		if (keep)
+			cl->shutting[k++] = *s;
+	}
+	cl->nshutting = k;
+}
+
 /* As controller, once the live brokers are known: bring the partition states in line with them. */
 static void cluster_run_leaders(struct cluster *cl)
 {
 	int32_t *ids;
+	int n = 0;
 
 	if (!controller_is_active(&cl->ctl)) {
 		channel_reset(cl->channel); /* not controller (any more): nothing to tell the brokers */
@@ -133,8 +172,9 @@ static void cluster_run_leaders(struct cluster *cl)
 		return;
 	}
 	for (int i = 0; i < cl->nbrokers; i++)
-		ids[i] = cl->brokers[i].id;
-	leaders_run(&cl->leaders, ids, cl->nbrokers, cl->ctl.epoch, cl->ctl.epoch_version);
+		if (!cluster_shutting(cl, cl->brokers[i].id))
+			ids[n++] = cl->brokers[i].id;
+	leaders_run(&cl->leaders, ids, n, cl->ctl.epoch, cl->ctl.epoch_version);
 	free(ids);
 }
 
@@ -195,6 +235,7 @@ static void cluster_publish(struct cluster *cl, struct cluster_listing *ls)
 	cl->nbrokers = ls->n;
 	ls->brokers = NULL;
 	cl->listed = true;
+	cluster_prune_shutting(cl);
 	cluster_run_leaders(cl);
 	if (same)
 		return;
@@ -243,6 +284,7 @@ static void cluster_on_broker(void *arg, const struct zk_reply *rep)
 		memcpy(b->endpoints, zb.endpoints, sizeof(b->endpoints));
 		b->nendpoints = zb.nendpoints;
 		b->has_rack = zb.has_rack;
+		b->epoch = rep->czxid;
 		snprintf(b->rack, sizeof(b->rack), "%s", zb.rack);
 	} else if (rep->rc == ZOK) {
 		log_warn("%s/%d: not a broker registration with an endpoint; broker left out of Metadata",
@@ -312,8 +354,9 @@ static void cluster_watch_brokers(struct cluster *cl)
 static void cluster_registered_now(struct cluster *cl)
 {
 	if (cl->state != CL_REGISTERED)
-		log_info("registered as broker %d at %s in zookeeper %s (session 0x%llx)", cl->cfg.broker_id,
-			 cl->cfg.endpoints, zk_hosts(cl->zk), (unsigned long long)cl->session_id);
+		log_info("registered as broker %d at %s in zookeeper %s (session 0x%llx, broker epoch %lld)",
+			 cl->cfg.broker_id, cl->cfg.endpoints, zk_hosts(cl->zk), (unsigned long long)cl->session_id,
+			 (long long)cl->broker_epoch);
 	cluster_set_state(cl, CL_REGISTERED);
 	controller_session_start(&cl->ctl, cl->session_id);
 	cluster_watch_brokers(cl);
@@ -346,6 +389,7 @@ static void cluster_on_owner(void *arg, const struct zk_reply *rep)
 		return;
 	}
 	if (rep->ephemeral_owner == cl->session_id) {
+		cl->broker_epoch = rep->czxid;
 		cluster_registered_now(cl);
 		return;
 	}
@@ -360,9 +404,10 @@ static void cluster_on_registered(void *arg, const struct zk_reply *rep)
 {
 	struct cluster *cl = arg;
 
-	if (rep->rc == ZOK)
+	if (rep->rc == ZOK) {
+		cl->broker_epoch = rep->czxid;
 		cluster_registered_now(cl);
-	else if (rep->rc == ZNODEEXISTS)
+	} else if (rep->rc == ZNODEEXISTS)
 		cluster_submitted(zk_get(cl->zk, cl->broker_path, false, cluster_on_owner, cl), "registration read");
 	else
 		cluster_step_failed(cl, "creating the broker registration", rep->rc);
@@ -638,6 +683,7 @@ int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct clust
 	cl->cfg = *cfg;
 	cl->loop = loop;
 	cl->backoff_ms = CLUSTER_BACKOFF_MS_MIN;
+	cl->broker_epoch = -1;
 	cl->down_since_ms = clock_mono_ms();
 	snprintf(cl->broker_path, sizeof(cl->broker_path), "%s/%d", ZNODE_BROKER_IDS, cfg->broker_id);
 	loop_timer_init(&cl->conn_timer, cluster_on_conn_timer);
@@ -700,6 +746,35 @@ int cluster_brokers(const struct cluster *cl, const struct cluster_broker **out)
 int cluster_producer_id(struct cluster *cl, int64_t *id)
 {
 	return pidblock_next(&cl->pids, id);
+}
+
+int16_t cluster_controlled_shutdown(struct cluster *cl, int32_t id, int64_t epoch)
+{
+	const struct cluster_broker *b = NULL;
+
+	if (!controller_is_active(&cl->ctl) || !cl->listed)
+		return KERR_NOT_CONTROLLER;
+	for (int i = 0; i < cl->nbrokers && !b; i++)
+		if (cl->brokers[i].id == id)
+			b = &cl->brokers[i];
+	if (!b)
+		return KERR_BROKER_NOT_AVAILABLE;
+	if (epoch != -1 && epoch < b->epoch)
+		return KERR_STALE_BROKER_EPOCH;
+	if (!cluster_shutting(cl, id)) {
+		if (cl->nshutting == CLUSTER_SHUTTING_MAX)
+			return KERR_UNKNOWN_SERVER_ERROR;
+		cl->shutting[cl->nshutting++] = (struct cluster_broker_epoch){ .id = id, .epoch = b->epoch };
+		log_info("controller: controlled shutdown of broker %d (broker epoch %lld): its partitions go offline",
+			 id, (long long)b->epoch);
+	}
+	cluster_run_leaders(cl);
+	return 0;
+}
+
+int64_t cluster_broker_epoch(const struct cluster *cl)
+{
+	return cl->broker_epoch;
 }
 
 int32_t cluster_controller_id(const struct cluster *cl)

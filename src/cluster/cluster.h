@@ -58,6 +58,7 @@ struct cluster_broker {
 	int nendpoints;
 	char rack[ZNODE_NAME_MAX];
 	bool has_rack;
+	int64_t epoch; /* broker epoch: the czxid of its registration znode */
 };
 
 /* Validates cfg (endpoints, chroot) and starts connecting.  0 or -EINVAL/-ENOMEM (logged). */
@@ -69,6 +70,14 @@ void cluster_stop(struct cluster *cl);
 int cluster_brokers(const struct cluster *cl, const struct cluster_broker **out);
 /* The controller's broker id, -1 while unknown or vacant. */
 int32_t cluster_controller_id(const struct cluster *cl);
+/*
+ * As the active controller: broker id (registered with broker epoch epoch, -1: any) is shutting down,
+ * so the leadership pass counts it as not live until its registration goes or a new one appears.
+ * 0, or NOT_CONTROLLER, BROKER_NOT_AVAILABLE (not registered) or STALE_BROKER_EPOCH.
+ */
+int16_t cluster_controlled_shutdown(struct cluster *cl, int32_t id, int64_t epoch);
+/* This broker's epoch: the czxid of its /brokers/ids/<id> (Kafka's broker epoch), -1 until registered. */
+int64_t cluster_broker_epoch(const struct cluster *cl);
 /* /cluster/id, "" until read. */
 const char *cluster_id(const struct cluster *cl);
 /*

@@ -167,6 +167,7 @@ static void zk_copy_stat(struct zk_msg *m, const struct Stat *st)
 		return;
 	m->rep.version = st->version;
 	m->rep.ephemeral_owner = st->ephemeralOwner;
+	m->rep.czxid = st->czxid;
 }
 
 static void zk_on_string(int rc, const char *value, const void *data)
@@ -179,6 +180,17 @@ static void zk_on_string(int rc, const char *value, const void *data)
 		free(m);
 		return;
 	}
+	zk_push(m->zk, m);
+}
+
+/* A create: its stat gives the new node's czxid (a broker's epoch, for /brokers/ids/<id>). */
+static void zk_on_string_stat(int rc, const char *value, const struct Stat *st, const void *data)
+{
+	struct zk_msg *m = (struct zk_msg *)data;
+
+	(void)value;
+	m->rep.rc = rc;
+	zk_copy_stat(m, rc == ZOK ? st : NULL);
 	zk_push(m->zk, m);
 }
 
@@ -479,8 +491,8 @@ int zk_create(struct zk *zk, const char *path, const char *data, int len, bool e
 
 	if (err)
 		return err;
-	return zk_submitted(m, zoo_acreate(zk->zh, full, data, len, &ZOO_OPEN_ACL_UNSAFE,
-					   ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT, zk_on_string, m));
+	return zk_submitted(m, zoo_acreate2(zk->zh, full, data, len, &ZOO_OPEN_ACL_UNSAFE,
+					    ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT, zk_on_string_stat, m));
 }
 
 int zk_delete(struct zk *zk, const char *path, int32_t version, zk_done_fn *done, void *arg)

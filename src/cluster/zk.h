@@ -46,6 +46,7 @@ struct zk_reply {
 	int data_len;            /* -1 for null data */
 	int32_t version;         /* get/exists/set: stat.version */
 	int64_t ephemeral_owner; /* get/exists: stat.ephemeralOwner (0: persistent) */
+	int64_t czxid;           /* get/exists/create: stat.czxid, the zxid that created the node */
 	char **children;         /* children: names (not paths) */
 	int nchildren;
 	int failed_op; /* multi: index of the first op that failed, -1 if none */
