@@ -313,15 +313,16 @@ static const struct conf_def defs[] = {
 	    "Null: the listener of `security.inter.broker.protocol`. No request goes between brokers yet "
 	    "(docs/cluster.md)."),
 	BOOL("controlled.shutdown.enable", controlled_shutdown_enable, "true", false,
-	     "Accepted. Kafka's controlled shutdown (a ControlledShutdown request that moves partition leadership "
-	     "away before stopping) is not done yet: partitions have no leaders on other brokers (docs/cluster.md). "
-	     "Either way a clean shutdown (SIGTERM) in cluster mode closes the ZooKeeper session first, so the "
-	     "registration and `/controller` go at once rather than after the session timeout."),
+	     "Cluster mode: SIGTERM first sends ControlledShutdown to the controller and keeps serving until "
+	     "it answers and this broker's partitions are offline (leader -1 with one replica each), at most "
+	     "`controlled.shutdown.max.retries` x `controlled.shutdown.retry.backoff.ms`; then, as with false "
+	     "or no controller known, the clean shutdown closes the ZooKeeper session first, so the "
+	     "registration and `/controller` go at once (docs/cluster.md)."),
 	I32("controlled.shutdown.max.retries", controlled_shutdown_max_retries, 0, I32MAX, "3", false,
-	    "Accepted. With `controlled.shutdown.retry.backoff.ms`, the bound of a controlled shutdown once "
-	    "ControlledShutdown is sent on SIGTERM (not done yet, docs/cluster.md)."),
+	    "With `controlled.shutdown.retry.backoff.ms`, the bound of the wait for a controlled shutdown "
+	    "(their product; one request is sent)."),
 	I32("controlled.shutdown.retry.backoff.ms", controlled_shutdown_retry_backoff_ms, 0, I32MAX, "5000", false,
-	    "Accepted. Wait between controlled shutdown attempts (not done yet, docs/cluster.md)."),
+	    "See `controlled.shutdown.max.retries`."),
 	LIST("listener.security.protocol.map", listener_security_protocol_map,
 	     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", false,
 	     "Listener name to security protocol, for listeners not named after one. PLAINTEXT, SSL, SASL_PLAINTEXT "

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "broker/api.h"
+#include "broker/cshut.h"
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
@@ -507,6 +508,12 @@ static void server_reload(struct broker *b)
 		 changed);
 }
 
+/* The controlled shutdown ended (answered or not): the clean shutdown goes on. */
+static void server_after_cshut(struct broker *b)
+{
+	loop_stop(b->loop);
+}
+
 static void server_on_signal(struct loop_io *io, uint32_t events)
 {
 	struct signalfd_siginfo si;
@@ -520,7 +527,8 @@ static void server_on_signal(struct loop_io *io, uint32_t events)
 			continue;
 		}
 		log_info("received signal %d, shutting down", (int)si.ssi_signo);
-		loop_stop(b->loop);
+		if (si.ssi_signo != SIGTERM || !cshut_start(b, server_after_cshut))
+			loop_stop(b->loop);
 	}
 }
 
@@ -801,6 +809,7 @@ void server_stop(struct broker *b)
 	stats_set_ready(false);
 	stats_detach(); /* a scrape from now on gets the last snapshot at once */
 	loop_timer_cancel(b->loop, &b->accept_pause);
+	cshut_stop();
 	cluster_stop(b->cluster); /* first: the registration and /controller go at once */
 	b->cluster = NULL;
 	if (b->mcache) {

@@ -1,21 +1,25 @@
-"""Cluster mode: ControlledShutdown (api key 7) on the controller.
+"""Cluster mode: controlled shutdown (ControlledShutdown, api key 7).
 
 ZooKeeper and three brokers in the chroot /gregor/c82:
 
-  1. ControlledShutdown v2 sent to a broker that is not the controller: NOT_CONTROLLER
-  2. to the controller with a broker epoch older than the victim's registration czxid:
-     STALE_BROKER_EPOCH, and no leader moves
-  3. to the controller with the czxid of the victim's /brokers/ids znode: no error, the
-     remaining partitions are exactly those the victim led (one replica each: none can move),
-     and their state znodes show leader -1 while its registration is still there
-  4. the victim stopped (SIGTERM) and started again: a new registration clears it from
-     the shutting-down set and it leads its partitions again
+  1. ControlledShutdown v2 sent to a broker that is not the controller: NOT_CONTROLLER;
+     to the controller with a broker epoch older than the czxid of the broker's
+     /brokers/ids znode: STALE_BROKER_EPOCH, and no leader moves
+  2. SIGTERM of a non-controller broker leading partitions (controlled.shutdown.enable
+     defaults to true): its log shows the controller's answer with as many remaining
+     partitions as it led, and (kazoo watches) the state znodes of those partitions show
+     leader -1 before its /brokers/ids znode goes
+  3. started again it leads its partitions again (its new registration clears it from
+     the controller's shutting-down set)
+  4. with controlled.shutdown.enable=false, SIGTERM logs no controlled shutdown
 """
 
 import json
 import os
 import struct
 import sys
+import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import kwire  # noqa: E402
@@ -40,25 +44,37 @@ def leaders(b):
     return {p: leader for _, p, leader in (parts or [])}
 
 
-def controlled_shutdown(b, broker_id, epoch):
-    """ControlledShutdown v2 to b: (error code, sorted [(topic, partition)])."""
+def controlled_shutdown_error(b, broker_id, epoch):
+    """ControlledShutdown v2 to b: its error code."""
     r = kwire.call(b.port, 7, 2, kwire.i32(broker_id) + kwire.i64(epoch))
-    d, p = r.d, r.p
-    err, n = struct.unpack_from(">hi", d, p)
-    p += 6
-    parts = []
-    for _ in range(max(n, 0)):
-        ln = struct.unpack_from(">h", d, p)[0]
-        name = d[p + 2:p + 2 + ln].decode()
-        p += 2 + ln
-        parts.append((name, struct.unpack_from(">i", d, p)[0]))
-        p += 4
-    return err, sorted(parts)
+    return struct.unpack_from(">h", r.d, r.p)[0]
 
 
-def state_leader(zc, p):
-    data, _ = zc.get("%s/brokers/topics/%s/partitions/%d/state" % (CHROOT, TOPIC, p))
-    return json.loads(data)["leader"]
+def log_text(b, start=0):
+    with open(b.log_path, errors="replace") as f:
+        return f.read()[start:]
+
+
+def watch_shutdown(zc, victim, parts):
+    """kazoo watches: monotonic times at which each partition's state got leader -1 and
+    at which the victim's registration went."""
+    times, lock = {}, threading.Lock()
+
+    def state_watch(p):
+        def fn(data, stat):
+            if data is not None and json.loads(data)["leader"] == -1:
+                with lock:
+                    times.setdefault(p, time.monotonic())
+        zc.DataWatch("%s/brokers/topics/%s/partitions/%d/state" % (CHROOT, TOPIC, p), fn)
+
+    def ids_fn(data, stat):
+        if data is None:
+            with lock:
+                times.setdefault("ids", time.monotonic())
+    for p in parts:
+        state_watch(p)
+    zc.DataWatch("%s/brokers/ids/%d" % (CHROOT, victim), ids_fn)
+    return times
 
 
 def test():
@@ -71,25 +87,40 @@ def test():
         ctl_id = json.loads(zc.get(CHROOT + "/controller")[0])["brokerid"]
         ctl = brokers[ctl_id - 1]
         victim = next(i for i in (3, 2, 1) if i != ctl_id and i in before.values())
+        vb = brokers[victim - 1]
         other = next(b for i, b in enumerate(brokers, 1) if i != ctl_id)
         epoch = zc.get("%s/brokers/ids/%d" % (CHROOT, victim))[1].czxid
-        led = sorted((TOPIC, p) for p, leader in before.items() if leader == victim)
-        log("controller %d, victim %d (broker epoch %d) leads %r" % (ctl_id, victim, epoch, led))
+        led = sorted(p for p, leader in before.items() if leader == victim)
+        log("controller %d, victim %d (broker epoch %d) leads partitions %r" % (ctl_id, victim, epoch, led))
 
-        eq(controlled_shutdown(other, victim, epoch)[0], NOT_CONTROLLER, "ControlledShutdown to a non-controller")
-        eq(controlled_shutdown(ctl, victim, epoch - 1)[0], STALE_BROKER_EPOCH, "ControlledShutdown, older epoch")
+        eq(controlled_shutdown_error(other, victim, epoch), NOT_CONTROLLER, "ControlledShutdown to a non-controller")
+        eq(controlled_shutdown_error(ctl, victim, epoch - 1), STALE_BROKER_EPOCH, "ControlledShutdown, older epoch")
         eq(leaders(ctl), before, "leaders after the refused requests")
 
-        eq(controlled_shutdown(ctl, victim, epoch), (0, led), "ControlledShutdown answer")
-        wait_until(lambda: all(state_leader(zc, p) == -1 for _, p in led), 5, "leader -1 in the state znodes")
-        eq(zc.exists("%s/brokers/ids/%d" % (CHROOT, victim)) is not None, True, "victim still registered")
-        want = {p: (-1 if leader == victim else leader) for p, leader in before.items()}
-        wait_until(lambda: all(leaders(b) == want for b in brokers), 5, "victim's partitions offline everywhere")
-
-        vb = brokers[victim - 1]
+        times = watch_shutdown(zc, victim, led)
         eq(vb.stop(), 0, "exit status of broker %d after SIGTERM" % victim)
+        text = log_text(vb)
+        want_line = "controlled shutdown: controller %d answered in" % ctl_id
+        line = next((ln for ln in text.splitlines() if want_line in ln), None)
+        eq(line is not None, True, "a log line '%s ...' of broker %d" % (want_line, victim))
+        eq(line.endswith(", %d remaining partitions" % len(led)), True, "remaining partitions in %r" % line)
+        wait_until(lambda: "ids" in times and all(p in times for p in led), 5, "the watches fired (%r)" % times)
+        eq(all(times[p] < times["ids"] for p in led), True, "leader -1 before the registration went (%r)" % times)
+        log("leader -1 %.3f s before the registration went" % (times["ids"] - max(times[p] for p in led)))
+
         vb.start()
-        wait_until(lambda: all(leaders(b) == before for b in brokers), 20, "victim leads its partitions again")
+        wait_until(lambda: all(leaders(b) == before for b in brokers), 20, "broker %d leads again" % victim)
+
+        vb.overrides["controlled.shutdown.enable"] = "false"
+        vb.stop()
+        start = len(log_text(vb))
+        vb.start()
+        wait_until(lambda: all(leaders(b) == before for b in brokers), 20, "broker %d leads again" % victim)
+        eq(vb.stop(), 0, "exit status of broker %d with controlled.shutdown.enable=false" % victim)
+        text = log_text(vb, start)
+        eq("clean shutdown complete" in text, True, "the clean shutdown logged after the restart")
+        eq("controlled shutdown" in text, False, "a controlled shutdown in the log")
+        vb.start()
 
 
 if __name__ == "__main__":
