@@ -61,11 +61,7 @@ def brokers_seen(b):
 
 def create_raw(b, topic, nparts, configs=()):
     """CreateTopics v1 of one topic, RF 1, sent to broker b itself -> (error code, message)."""
-    body = (kwire.array([topic], lambda t: kwire.string(t) + kwire.i32(nparts) + kwire.i16(1) + kwire.array([]) +
-                        kwire.array(list(configs), lambda c: kwire.string(c[0]) + kwire.string(c[1]))) +
-            kwire.i32(15000) + kwire.i8(0))
-    r = kwire.call(b.port, 19, 1, body)
-    return kwire.parse_create_topics_v1(r.d[r.p:])[topic]
+    return kwire.create_topic(b.port, topic, nparts, configs)
 
 
 def spread(zc, brokers):

@@ -130,10 +130,7 @@ def kafkajs(b):
 
 def test():
     with running_cluster((1, 2, 3), CHROOT, **SESSION) as (zk, zc, brokers):
-        body = (kwire.array([TOPIC], lambda t: kwire.string(t) + kwire.i32(12) + kwire.i16(1) + kwire.array([]) +
-                            kwire.array([])) + kwire.i32(15000) + kwire.i8(0))
-        r = kwire.call(brokers[1].port, 19, 1, body)
-        eq(kwire.parse_create_topics_v1(r.d[r.p:])[TOPIC][0], 0, "CreateTopics")
+        eq(kwire.create_topic(brokers[1].port, TOPIC, 12)[0], 0, "CreateTopics")
         a = {int(p): r_[0] for p, r_ in
              json.loads(zc.get(CHROOT + "/brokers/topics/" + TOPIC)[0])["partitions"].items()}
         for b in brokers:

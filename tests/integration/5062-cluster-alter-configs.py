@@ -34,10 +34,7 @@ TOPIC_TYPE = 2
 
 
 def create(b, topic, nparts):
-    body = (kwire.array([topic], lambda t: kwire.string(t) + kwire.i32(nparts) + kwire.i16(1) + kwire.array([]) +
-                        kwire.array([])) + kwire.i32(15000) + kwire.i8(0))
-    r = kwire.call(b.port, 19, 1, body)
-    eq(kwire.parse_create_topics_v1(r.d[r.p:])[topic][0], 0, "CreateTopics of %s" % topic)
+    eq(kwire.create_topic(b.port, topic, nparts)[0], 0, "CreateTopics of %s" % topic)
 
 
 def alter_result(r, what):

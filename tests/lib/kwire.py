@@ -301,6 +301,14 @@ def parse_create_topics_v1(body):
     return dict(r.array(lambda r: (r.string(), (r.i16(), r.string()))))
 
 
+def create_topic(port, topic, nparts, configs=(), timeout_ms=15000):
+    """CreateTopics v1 of one topic (replication factor 1, configs [(name, value)]) -> (error code, message)."""
+    body = (array([topic], lambda t: string(t) + i32(nparts) + i16(1) + array([]) +
+                  array(list(configs), lambda c: string(c[0]) + string(c[1]))) + i32(timeout_ms) + i8(0))
+    r = call(port, 19, 1, body)
+    return parse_create_topics_v1(r.d[r.p:])[topic]
+
+
 def find_coordinator_error(port, key, key_type=0):
     """FindCoordinator v1 for key (key_type 0: group, 1: transactional id) -> its error code."""
     r = call(port, 10, 1, string(key) + i8(key_type))
