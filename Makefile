@@ -24,13 +24,17 @@ GEN_C    := $(BUILD)/gen/proto_msgs.c
 SCHEMAS  := $(wildcard src/proto/schema/*.api)
 
 LIB_SRC  := $(filter-out src/broker/main.c,$(wildcard src/util/*.c src/proto/*.c src/net/*.c src/sec/*.c src/log/*.c src/cluster/*.c src/coord/*.c src/broker/*.c src/ops/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/proto_msgs.o
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/proto_msgs.o $(BUILD)/obj/gen/web_assets.o
+# the web console's files, built into the broker (src/ops/web_assets.h)
+WEB_FILES := $(wildcard web/*.html web/*.js web/*.css)
 BROKER   := $(BUILD)/bin/gregor
 
 TOOL_LIB_SRC := $(wildcard tools/lib/*.c)
 TOOL_LIB_OBJ := $(TOOL_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # tools/lib/wire.c encodes and decodes with the broker's generated codecs
 TOOL_LIB_OBJ += $(addprefix $(BUILD)/obj/src/,util/arena.o util/buf.o util/fdref.o proto/header.o) $(BUILD)/obj/gen/proto_msgs.o
+# tools/lib/login.c: the SCRAM client side is the broker's (src/sec/scram.c)
+TOOL_LIB_OBJ += $(BUILD)/obj/src/sec/scram.o
 TOOL_SRC := $(wildcard tools/*.c)
 TOOLS    := $(TOOL_SRC:tools/%.c=$(BUILD)/bin/%)
 EXAMPLE_SRC := $(wildcard examples/*.c)
@@ -67,6 +71,14 @@ $(BUILD)/obj/gen/proto_msgs.o: $(GEN_C) $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+$(BUILD)/gen/web_assets.c: mk/embed.py $(WEB_FILES)
+	@mkdir -p $(BUILD)/gen
+	$(PYTHON) mk/embed.py $@ $(WEB_FILES)
+
+$(BUILD)/obj/gen/web_assets.o: $(BUILD)/gen/web_assets.c src/ops/web_assets.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
 $(BUILD)/obj/%.o: %.c | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
@@ -81,15 +93,15 @@ $(BUILD)/bin/unit/%: tests/unit/%.c $(LIB_OBJ)
 
 $(BUILD)/bin/%: tools/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -lpthread -lm
+	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -ljansson -lssl -lcrypto -lpthread -lm
 
 $(BUILD)/bin/%: examples/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -lsqlite3 -lpthread -lm
+	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -lsqlite3 -lssl -lcrypto -lpthread -lm
 
 $(BUILD)/bin/itest/%: tests/integration/%.c $(TOOL_LIB_OBJ) | $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -lpthread -lm
+	$(CC) $(CFLAGS) -Itools $(LDFLAGS) $< $(TOOL_LIB_OBJ) -o $@ -lrdkafka -lssl -lcrypto -lpthread -lm
 
 $(BUILD)/bin/go/%: tests/go/%/main.go
 	@mkdir -p $(dir $@) $(BUILD)/gopath
@@ -132,10 +144,10 @@ test: deps
 
 # A representative part of the integration suite against an ASan+UBSan
 # broker (the whole suite: make SANITIZE=1 integration).
-SAN_TESTS ?= 0003 0004 0030 1001 2002 3001 4001 8020 9001 9010 9011 9012 9013 9014 9015 9016
+SAN_TESTS ?= 0003 0004 0030 1001 2002 3001 4001 5100 5141 8020 9001 9010 9011 9012 9013 9014 9015 9016
 sanitize-smoke:
 	@$(MAKE) --no-print-directory SANITIZE=1 BUILD=build-san -j$(shell nproc) all
-	@SANITIZE=1 BUILD=build-san ASAN_OPTIONS=detect_leaks=1 ITEST_JOBS=$(ITEST_JOBS) sh tests/integration/run.sh $(SAN_TESTS)
+	@SANITIZE=1 BUILD=build-san ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ITEST_JOBS=$(ITEST_JOBS) sh tests/integration/run.sh $(SAN_TESTS)
 
 # libFuzzer targets (clang); fuzz-smoke is the short pass inside make test
 FUZZ_SECONDS ?= 60
@@ -152,7 +164,7 @@ style:
 PREFIX ?= /usr/local
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(BROKER) $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BROKER) $(TOOLS) $(BUILD)/bin/eos-copier $(DESTDIR)$(PREFIX)/bin/   # gregor-verify-eos runs the eos-copier next to it
 
 clean:
 	rm -rf build build-san build-fuzz build-hard

@@ -9,8 +9,9 @@
  *     messages(value) and a per-partition counter is bumped);
  *   - stores the next offset of each partition in consumer_offsets.
  * The consumer never commits offsets to Kafka: on (re)assignment it starts
- * from the offsets in the database, so after a crash at any moment the
- * database holds every message exactly once.  A duplicate (a bug, or a
+ * from the offsets in the database (after storing the batch in hand), so
+ * after a crash or a rebalance at any moment the database holds every
+ * message exactly once.  A duplicate (a bug, or a
  * second sink on the same database) rolls the whole batch back.
  *
  * The SQL is plain SQL-92 apart from the SQLite pragmas.
@@ -18,6 +19,7 @@
  *   db-sink --bootstrap-server H:P --topic T --group G --db FILE [--batch 100] [--idle-exit-ms 0]
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,13 +87,37 @@ static void sink_open(const char *path)
 
 static const char *sink_group;
 
-/* Assignment: start every partition from the database's offset (the beginning if none). */
+/* The messages consumed but not yet stored (one batch). */
+static rd_kafka_message_t **sink_msgs;
+static int sink_n;
+
+static int sink_store(rd_kafka_message_t **msgs, int n);
+
+/* Stores the pending batch (store) or drops it; either way it is empty after. */
+static void sink_flush(bool store)
+{
+	if (store && sink_n > 0 && sink_store(sink_msgs, sink_n))
+		die("batch", "duplicate message: database and consumer disagree");
+	for (int i = 0; i < sink_n; i++)
+		rd_kafka_message_destroy(sink_msgs[i]);
+	sink_n = 0;
+}
+
+/*
+ * Assignment: start every partition from the database's offset (the
+ * beginning if none).  The pending batch is stored first, before a
+ * revocation hands its partitions to another member and before the
+ * offsets are read (else they would be re-fetched and met twice); it is
+ * dropped instead when the assignment was lost (the group already gave
+ * those partitions to someone else, who may have stored them).
+ */
 static void sink_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
 			   void *opaque)
 {
 	sqlite3_stmt *st;
 
 	(void)opaque;
+	sink_flush(!rd_kafka_assignment_lost(rk));
 	if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
 		rd_kafka_assign(rk, NULL);
 		return;
@@ -188,11 +214,9 @@ int main(int argc, char **argv)
 	struct opts *o = opts_parse(&sink_cmd, argc, argv);
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
 	rd_kafka_topic_partition_list_t *sub;
-	rd_kafka_message_t **msgs;
 	rd_kafka_t *rk;
 	int64_t batch, idle_ms, last_msg;
 	char err[512];
-	int n = 0;
 
 	opt_require(o, "bootstrap-server");
 	opt_require(o, "topic");
@@ -235,34 +259,27 @@ int main(int argc, char **argv)
 	if (rd_kafka_subscribe(rk, sub))
 		die("subscribe", opt_str(o, "topic", NULL));
 	rd_kafka_topic_partition_list_destroy(sub);
-	msgs = calloc((size_t)batch, sizeof(*msgs));
+	sink_msgs = calloc((size_t)batch, sizeof(*sink_msgs));
 	last_msg = kafka_now_ms();
 	while (!sink_stop) {
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
 
 		if (m && !m->err) {
-			msgs[n++] = m;
+			sink_msgs[sink_n++] = m;
 			last_msg = kafka_now_ms();
 		} else if (m) {
 			if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
 				fprintf(stderr, "db-sink: consume: %s\n", rd_kafka_message_errstr(m));
 			rd_kafka_message_destroy(m);
 		}
-		if (n == batch || (n > 0 && !m)) {
-			if (sink_store(msgs, n))
-				die("batch", "duplicate message: database and consumer disagree");
-			for (int i = 0; i < n; i++)
-				rd_kafka_message_destroy(msgs[i]);
-			n = 0;
-		}
-		if (idle_ms > 0 && n == 0 && kafka_now_ms() - last_msg > idle_ms)
+		if (sink_n == batch || (sink_n > 0 && !m))
+			sink_flush(true);
+		if (idle_ms > 0 && sink_n == 0 && kafka_now_ms() - last_msg > idle_ms)
 			break;
 	}
-	if (n > 0 && sink_store(msgs, n) == 0)
-		for (int i = 0; i < n; i++)
-			rd_kafka_message_destroy(msgs[i]);
-	free(msgs);
+	sink_flush(true);
 	rd_kafka_consumer_close(rk);
+	free(sink_msgs);
 	rd_kafka_destroy(rk);
 	sqlite3_close(sink_db);
 	opts_free(o);

@@ -16,7 +16,7 @@ set -e
 cd "$(dirname "$0")/.."
 SECS=${1:-10}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-"fuzz_request fuzz_api fuzz_records fuzz_msgset fuzz_log fuzz_conf"}
+TARGETS=${*:-"fuzz_request fuzz_api fuzz_records fuzz_msgset fuzz_log fuzz_conf fuzz_sasl fuzz_tls fuzz_principal_map"}
 B=${FUZZ_BUILD:-build-fuzz}
 CLANG=${CLANG:-clang}
 PY=${PYTHON:-/usr/bin/python3}
@@ -32,7 +32,7 @@ if [ ! -f $B/gen/proto_msgs.c ] || [ -n "$(find src/proto/schema src/proto/gen.p
 	$PY src/proto/gen.py src/proto/schema $B/gen
 fi
 # only the layers the targets call: the rest may be mid-edit by others
-SRCS=$(ls src/util/*.c src/proto/*.c src/log/*.c src/broker/config.c src/broker/topic_config.c)
+SRCS=$(ls src/util/*.c src/proto/*.c src/log/*.c src/sec/*.c src/broker/config.c src/broker/topic_config.c)
 OBJS=""
 for s in $SRCS $B/gen/proto_msgs.c; do
 	o=$B/obj/$(echo "$s" | sed "s|^$B/||; s|/|_|g; s|\.c$|.o|")
@@ -50,7 +50,7 @@ rm -f $B/libgregor.a
 ar rcs $B/libgregor.a $OBJS
 for t in $TARGETS; do
 	if [ ! -f $B/bin/$t ] || [ fuzz/$t.c -nt $B/bin/$t ] || [ fuzz/fuzz.h -nt $B/bin/$t ] || [ $B/libgregor.a -nt $B/bin/$t ]; then
-		$CLANG $CFLAGS -fsanitize=fuzzer fuzz/$t.c $B/libgregor.a -o $B/bin/$t -lisal -lsnappy -llz4 -lzstd -lpthread
+		$CLANG $CFLAGS -fsanitize=fuzzer fuzz/$t.c $B/libgregor.a -o $B/bin/$t -lisal -lsnappy -llz4 -lzstd -lssl -lcrypto -lpthread
 	fi
 done
 [ -n "$FUZZ_BUILD_ONLY" ] && exit 0

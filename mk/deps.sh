@@ -6,8 +6,8 @@ PKGS="gcc make python3 libisal-dev libsnappy-dev liblz4-dev libzstd-dev libcmock
 python3-confluent-kafka python3-kafka libsqlite3-dev nodejs npm
 clang libclang-rt-14-dev
 python3-lz4 python3-snappy python3-xxhash e2fsprogs mount
-zookeeper libzookeeper-mt-dev libjansson-dev python3-kazoo
-libmicrohttpd-dev libssl-dev openssl prometheus curl
+zookeeper libzookeeper-mt-dev libjansson-dev python3-kazoo faketime
+libmicrohttpd-dev libssl-dev openssl prometheus curl chromium
 golang-go golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev
 golang-github-datadog-zstd-dev golang-github-davecgh-go-spew-dev
 golang-github-eapache-go-xerial-snappy-dev golang-github-golang-snappy-dev
@@ -26,7 +26,7 @@ if [ -n "$missing" ]; then
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
-if [ -f tests/js/package.json ] && [ ! -d tests/js/node_modules/kafkajs ]; then
+if [ -f tests/js/package.json ] && { [ ! -d tests/js/node_modules/kafkajs ] || [ ! -d tests/js/node_modules/playwright-core ]; }; then
 	echo "deps: installing npm packages in tests/js"
 	(cd tests/js && npm ci --no-audit --no-fund --silent)
 fi

@@ -24,6 +24,7 @@
 #include "lib/kafka.h"
 #include "lib/opt.h"
 #include "lib/quotas.h"
+#include "lib/scram.h"
 
 static const struct opt_def defs[] = {
 	{ "bootstrap-server", true, false, "<String: server to connect to>",
@@ -405,6 +406,31 @@ static void alter(rd_kafka_t *rk, const struct opts *o, const struct target *t)
 	kvs_release(&add);
 }
 
+/* Users: moves the SCRAM-SHA-* keys out of ops and alters those credentials; NULL or a message. */
+static const char *alter_user_scram(rd_kafka_t *rk, const struct target *t, struct kvs *ops)
+{
+	struct kvs scram = { 0 };
+	const char *err = NULL;
+
+	for (int i = 0; i < ops->n;) {
+		if (strcmp(t->type_name, "users") || !scram_is_key(ops->k[i])) {
+			i++;
+			continue;
+		}
+		kvs_put(&scram, ops->k[i], strlen(ops->k[i]), ops->v[i], ops->v[i] ? strlen(ops->v[i]) : 0);
+		free(ops->k[i]);
+		free(ops->v[i]);
+		ops->k[i] = ops->k[--ops->n];
+		ops->v[i] = ops->v[ops->n];
+	}
+	if (scram.n && !t->name)
+		err = "SCRAM credentials can only be altered for a named user (--entity-name)";
+	else if (scram.n)
+		err = scram_alter(rk, t->name, scram.k, scram.v, scram.n);
+	kvs_release(&scram);
+	return err;
+}
+
 /* --alter of clients or users: --add-config values set, --delete-config keys removed, in one request. */
 static void alter_quota(rd_kafka_t *rk, const struct opts *o, const struct target *t)
 {
@@ -427,7 +453,9 @@ static void alter_quota(rd_kafka_t *rk, const struct opts *o, const struct targe
 		}
 		free(list);
 	}
-	err = quotas_alter(rk, t->type_name, t->name, ops.k, ops.v, ops.n);
+	err = alter_user_scram(rk, t, &ops);
+	if (!err && ops.n)
+		err = quotas_alter(rk, t->type_name, t->name, ops.k, ops.v, ops.n);
 	if (err)
 		config_fail("%s", err);
 	if (t->name)
@@ -447,6 +475,8 @@ static void run_quota(rd_kafka_t *rk, const struct opts *o, const struct target 
 		return;
 	}
 	err = quotas_describe(rk, t->type_name, t->name, !t->name && !t->is_default);
+	if (!err && !strcmp(t->type_name, "users") && !t->is_default)
+		err = scram_describe(rk, t->name);
 	if (err)
 		config_fail("%s", err);
 }

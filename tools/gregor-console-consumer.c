@@ -59,6 +59,8 @@ static const struct opt_def defs[] = {
 	  "null.literal=<null.literal>" },
 	{ "consumer-property", true, true, "<String: consumer_prop>",
 	  "A mechanism to pass user-defined properties in the form key=value to the consumer." },
+	{ "command-config", true, false, "<String: config file>",
+	  "Client properties file (security.protocol, sasl.*, ssl.*), applied before --consumer.config." },
 	{ "consumer.config", true, false, "<String: config file>",
 	  "Consumer config properties file. Note that --consumer-property takes precedence over "
 	  "this config." },
@@ -250,6 +252,7 @@ static rd_kafka_conf_t *make_conf(const struct opts *o, const char **group)
 	/* Set before the user's files and properties so an explicit
 	 * auto.offset.reset wins (Kafka's order), checked against --from-beginning below. */
 	kafka_conf_set(conf, "auto.offset.reset", opt_has(o, "from-beginning") ? "earliest" : "latest");
+	kafka_conf_apply(conf, o, "command-config", NULL);
 	kafka_conf_apply(conf, o, "consumer.config", "consumer-property");
 	if (opt_has(o, "isolation-level") &&
 	    kafka_conf_set(conf, "isolation.level", opt_str(o, "isolation-level", NULL)) != 0)

@@ -58,6 +58,8 @@ static const struct opt_def defs[] = {
 	  "\"h1:v1,h2:v2...<tab>key<tab>value\"." },
 	{ "producer-property", true, true, "<String: producer_prop>",
 	  "A mechanism to pass user-defined properties in the form key=value to the producer." },
+	{ "command-config", true, false, "<String: config file>",
+	  "Client properties file (security.protocol, sasl.*, ssl.*), applied before --producer.config." },
 	{ "producer.config", true, false, "<String: config file>",
 	  "Producer config properties file. Note that --producer-property takes precedence over "
 	  "this config." },
@@ -237,6 +239,7 @@ static rd_kafka_conf_t *make_conf(const struct opts *o, const char *bootstrap)
 	kafka_conf_set(conf, "acks", "-1");
 	kafka_conf_set(conf, "linger.ms", "1000");
 	kafka_conf_set(conf, "request.timeout.ms", "1500");
+	kafka_conf_apply(conf, o, "command-config", NULL);
 	kafka_conf_apply(conf, o, "producer.config", "producer-property");
 	merge(conf, o, "timeout", "linger.ms");
 	merge(conf, o, "request-required-acks", "acks");

@@ -59,6 +59,8 @@ static const struct opt_def defs[] = {
 	{ "topic", true, false, "<String: topic>", "REQUIRED: The topic to consume from." },
 	{ "messages", true, false, "<Long: count>", "REQUIRED: The number of messages to consume." },
 	{ "group", true, false, "<String: gid>", "The group id to consume on. (default: perf-consumer-<random>)" },
+	{ "command-config", true, false, "<String: config file>",
+	  "Client properties file (security.protocol, sasl.*, ssl.*), applied before --consumer.config." },
 	{ "consumer.config", true, false, "<String: config file>", "Consumer config properties file." },
 	{ "fetch-size", true, false, "<Integer: size>",
 	  "The amount of data to fetch in a single request (max.partition.fetch.bytes). (default: 1048576)" },
@@ -194,16 +196,22 @@ static bool broker_has_groups(const char *bootstrap, int timeout_ms)
 		return true;
 	if (write(fd, req, sizeof(req)) != (ssize_t)sizeof(req) || !read_full(fd, hdr, 4))
 		goto out;
-	uint32_t len = ntohl(*(uint32_t *)hdr);
+	uint32_t len, count;
+	uint16_t key;
+
+	memcpy(&len, hdr, 4); /* memcpy: the frame bytes have no alignment */
+	len = ntohl(len);
 	if (len < 10 || len > (1u << 20) || !(resp = malloc(len)) || !read_full(fd, resp, len))
 		goto out;
 	/* correlation id (4), error code (2), count (4), [key, min, max] */
-	uint32_t count = ntohl(*(uint32_t *)(resp + 6));
+	memcpy(&count, resp + 6, 4);
+	count = ntohl(count);
 	if (resp[4] || resp[5] || count > (len - 10) / 6)
 		goto out;
 	has = false;
 	for (uint32_t i = 0; i < count; i++) {
-		if (ntohs(*(uint16_t *)(resp + 10 + 6 * i)) == API_KEY_JOIN_GROUP)
+		memcpy(&key, resp + 10 + 6 * i, 2);
+		if (ntohs(key) == API_KEY_JOIN_GROUP)
 			has = true;
 	}
 out:
@@ -395,6 +403,7 @@ static rd_kafka_conf_t *build_conf(const struct opts *o, const struct config *c)
 	if (kafka_conf_set(conf, "default.api.timeout.ms", timeout) != 0 ||
 	    kafka_conf_set(conf, "client.id", "perf-consumer-client") != 0)
 		exit(2);
+	kafka_conf_apply(conf, o, "command-config", NULL);
 	kafka_conf_apply(conf, o, "consumer.config", NULL);
 	/* Kafka sets these over whatever the file says. */
 	if (kafka_conf_set(conf, "bootstrap.servers", c->bootstrap) != 0 ||

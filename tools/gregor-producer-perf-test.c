@@ -274,6 +274,8 @@ static const struct opt_def defs[] = {
 	{ "producer-props", true, true, "<PROP-NAME=PROP-VALUE>",
 	  "producer configuration properties (bootstrap.servers, acks, linger.ms, ...), one or more "
 	  "after the flag; they take precedence over --producer.config." },
+	{ "command-config", true, false, "<String: config file>",
+	  "Client properties file (security.protocol, sasl.*, ssl.*), applied before --producer.config." },
 	{ "producer.config", true, false, "<CONFIG-FILE>", "producer config properties file." },
 	{ "bootstrap-server", true, false, "<HOST:PORT>",
 	  "the broker(s) to connect to; same as --producer-props bootstrap.servers=..." },
@@ -559,6 +561,7 @@ static void apply_props(rd_kafka_conf_t *conf, const struct opts *o)
 	if (opt_has(o, "bootstrap-server") &&
 	    kafka_conf_set(conf, "bootstrap.servers", opt_str(o, "bootstrap-server", NULL)) != 0)
 		exit(2);
+	kafka_conf_apply(conf, o, "command-config", NULL);
 	kafka_conf_apply(conf, o, "producer.config", "producer-props");
 }
 
@@ -747,6 +750,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %llu records failed; first error: %s\n", PROG, (unsigned long long)failed,
 			stats.last_err);
 	rd_kafka_destroy(rk);
+	free(p.pool); /* the random payload pool (LeakSanitizer reports it otherwise) */
 	opts_free(o);
 	free(xargv);
 	return failed ? 1 : 0;

@@ -38,7 +38,13 @@ const struct api_entry api_table[API_COUNT] = {
 	[API_StopReplica] = { h_stop_replica, 3, 3 },
 	/* a broker's request to the controller; v0 has a header without client id, not taken */
 	[API_ControlledShutdown] = { h_controlled_shutdown, 1, 3 },
+	/* on the active controller, cluster mode only (h_elect.c) */
+	[API_AlterPartition] = { h_alter_partition, 0, 2 },
+	[API_ElectLeaders] = { h_elect_leaders, 0, 2 },
+	[API_AlterPartitionReassignments] = { h_alter_partition_reassignments, 0, 0 },
+	[API_ListPartitionReassignments] = { h_list_partition_reassignments, 0, 0 },
 	[API_DeleteRecords] = { h_delete_records, 0, 1 },
+	[API_OffsetForLeaderEpoch] = { h_offset_for_leader_epoch, 0, 4 },
 	[API_DescribeConfigs] = { h_describe_configs, 0, 2 },
 	[API_AlterConfigs] = { h_alter_configs, 0, 1 },
 	[API_CreatePartitions] = { h_create_partitions, 0, 1 },
@@ -70,9 +76,16 @@ const struct api_entry api_table[API_COUNT] = {
 	/* client quotas (h_quota.c) */
 	[API_DescribeClientQuotas] = { h_describe_client_quotas, 0, 1 },
 	[API_AlterClientQuotas] = { h_alter_client_quotas, 0, 1 },
+	/* ACLs (h_acl.c) */
+	[API_DescribeAcls] = { h_describe_acls, 0, 3 },
+	[API_CreateAcls] = { h_create_acls, 0, 3 },
+	[API_DeleteAcls] = { h_delete_acls, 0, 3 },
 	/* SASL listeners (h_sasl.c) */
 	[API_SaslHandshake] = { h_sasl_handshake, 0, 1 },
 	[API_SaslAuthenticate] = { h_sasl_authenticate, 0, 2 },
+	/* SCRAM credentials (h_scram.c) */
+	[API_DescribeUserScramCredentials] = { h_describe_user_scram_credentials, 0, 0 },
+	[API_AlterUserScramCredentials] = { h_alter_user_scram_credentials, 0, 0 },
 };
 
 extern struct broker *api_broker; /* set by server.c */
@@ -117,9 +130,17 @@ const char *req_cstr(struct req *rq, struct kstr s)
 	return p;
 }
 
+/* A Fetch from a follower broker (ReplicaId >= 0): counted as FetchFollower, as Kafka does. */
+static bool req_from_follower(const struct req *rq)
+{
+	return rq->hdr.api_key == API_Fetch && rq->in && !rq->refused &&
+	       ((const struct FetchRequest *)rq->in)->ReplicaId >= 0;
+}
+
 static void req_free(struct req *rq)
 {
-	stats_request(rq->hdr.api_key, rq->hdr.api_version, clock_mono_us() - rq->start_us, rq->refused);
+	stats_request(rq->hdr.api_key, rq->hdr.api_version, clock_mono_us() - rq->start_us, rq->refused,
+		      req_from_follower(rq));
 	if (rq->on_free)
 		rq->on_free(rq);
 	conn_put(rq->c);
@@ -156,6 +177,7 @@ static void req_send_reply(struct req *rq)
 
 	wr_init(&w);
 	header_write_response(&w, rq->hdr.api_key, rq->hdr.api_version, rq->hdr.correlation_id);
+	stats_response_errors(rq->hdr.api_key, rq->hdr.api_version, rq->out);
 	pa->resp_encode(&w, rq->hdr.api_version, rq->out);
 	req_send(rq, &w);
 	req_free(rq);
@@ -289,7 +311,9 @@ static void req_reply_apiversions_unsupported(struct req *rq)
 bool api_served(const struct broker *b, int16_t api_key)
 {
 	bool inter_broker = api_key == API_LeaderAndIsr || api_key == API_UpdateMetadata ||
-			    api_key == API_StopReplica || api_key == API_ControlledShutdown;
+			    api_key == API_StopReplica || api_key == API_ControlledShutdown ||
+			    api_key == API_AlterPartition || api_key == API_ElectLeaders ||
+			    api_key == API_AlterPartitionReassignments || api_key == API_ListPartitionReassignments;
 
 	return api_key >= 0 && api_key < API_COUNT && api_table[api_key].handler && (!inter_broker || b->cluster);
 }
@@ -377,6 +401,11 @@ void api_on_request(struct conn *c, struct conn_slot *slot, uint8_t *frame, int3
 	if (conn_auth(c) != CONN_AUTH_DONE && rq->hdr.api_key != API_ApiVersions &&
 	    rq->hdr.api_key != API_SaslHandshake && rq->hdr.api_key != API_SaslAuthenticate) {
 		req_reject(rq, "request before SASL authentication");
+		return;
+	}
+	if (conn_auth(c) == CONN_AUTH_DONE && conn_auth_expiry_ms(c) && rq->hdr.api_key != API_SaslHandshake &&
+	    clock_mono_ms() >= conn_auth_expiry_ms(c)) {
+		req_reject(rq, "SASL session expired without re-authentication (connections.max.reauth.ms)");
 		return;
 	}
 	if (!req_api_ok(rq->b, &rq->hdr)) {

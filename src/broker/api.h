@@ -59,7 +59,7 @@ struct api_entry {
 
 /* The handler table, indexed by ApiKey; handler NULL = not served. */
 extern const struct api_entry api_table[API_COUNT];
-/* True if b serves api_key (LeaderAndIsr, UpdateMetadata, StopReplica and ControlledShutdown only in cluster mode). */
+/* True if b serves api_key (the inter-broker APIs, AlterPartition and ElectLeaders only in cluster mode). */
 bool api_served(const struct broker *b, int16_t api_key);
 
 /* Encodes rq->out, queues it on the connection and frees rq. */

@@ -75,7 +75,11 @@ static const struct conf_def defs[] = {
 	     "read it for their Metadata (an empty or wildcard host is replaced with this machine's host name)."),
 	STR("metrics.listener", metrics_listener, NULL, false,
 	    "Address of the HTTP listener serving Prometheus `/metrics`, `/health/live` and `/health/ready`, as "
-	    "`http://host:port` (docs/metrics.md); unset or empty: no HTTP listener."),
+	    "`http://host:port` (docs/metrics.md), and the web console at `/` (docs/console.md); unset or empty: no "
+	    "HTTP listener."),
+	BOOL("console.write.enable", console_write_enable, "false", false,
+	     "Let the web console create topics and reset the offsets of Empty groups (POST requests on "
+	     "`metrics.listener`, docs/console.md); false: the console is read-only and answers POST with 403."),
 	STR("broker.rack", broker_rack, NULL, false,
 	    "Rack of this broker, reported in Metadata and, in cluster mode, registered in ZooKeeper."),
 	/* log layout */
@@ -131,6 +135,11 @@ static const struct conf_def defs[] = {
 	    false,
 	    "Delay before a failed SaslAuthenticate is answered, times the failures from that client address in the "
 	    "last minute (at most 10 times), so repeated guesses slow down. 0: answer at once."),
+	I64("connections.max.reauth.ms", connections_max_reauth_ms, 0, I64MAX, "0", false,
+	    "SASL session lifetime (KIP-368): SaslAuthenticate v1+ tells the client, which must re-authenticate on "
+	    "its connection before it passes; a request other than SaslHandshake after it closes the connection. "
+	    "Per listener and mechanism: `listener.name.<name>.<mechanism>.connections.max.reauth.ms` (mechanism in "
+	    "lower case, e.g. `scram-sha-512`), or `listener.name.<name>.connections.max.reauth.ms`. 0: no limit."),
 	I32("quota.window.num", quota_window_num, 1, 1000, "11", false,
 	    "Client quotas (docs/operations.md): the number of samples each client's byte and request rates are "
 	    "measured over."),
@@ -233,18 +242,44 @@ static const struct conf_def defs[] = {
 	     "re-encodes batches in another codec on append."),
 	/* replication */
 	I32("min.insync.replicas", min_insync_replicas, 1, I32MAX, "1", true,
-	    "Default topic `min.insync.replicas`. A single node is its partitions' whole in-sync replica set, so "
-	    "above 1 an acks=all produce fails with NOT_ENOUGH_REPLICAS (Kafka's check); acks=0/1 are not affected. "
-	    "Validated and kept for cluster mode."),
-	BOOL("unclean.leader.election.enable", unclean_leader_election_enable, "false", true, NOEFFECT),
-	BOOL("auto.leader.rebalance.enable", auto_leader_rebalance_enable, "true", false, NOEFFECT),
-	I32("num.replica.fetchers", num_replica_fetchers, 1, I32MAX, "1", true, NOEFFECT),
-	I64("replica.lag.time.max.ms", replica_lag_time_max_ms, 0, I64MAX, "30000", false, NOEFFECT),
+	    "Default topic `min.insync.replicas`: an acks=all produce to a partition whose in-sync replica set is "
+	    "smaller fails with NOT_ENOUGH_REPLICAS (Kafka's check; a single node is its partitions' whole set); "
+	    "acks=0/1 are not affected."),
+	BOOL("unclean.leader.election.enable", unclean_leader_election_enable, "false", false,
+	     "Cluster mode: when no in-sync replica of a leaderless partition is live, the controller elects the "
+	     "first live replica (records may be lost). Default of the topic config of that name."),
+	BOOL("auto.leader.rebalance.enable", auto_leader_rebalance_enable, "true", false,
+	     "Cluster mode: the controller moves leadership back to each partition's preferred replica (its first) "
+	     "when that replica is live and in the ISR and its broker's imbalance is above "
+	     "`leader.imbalance.per.broker.percentage`, checked every `leader.imbalance.check.interval.seconds`."),
+	I64("leader.imbalance.check.interval.seconds", leader_imbalance_check_interval_seconds, 1, I64MAX, "300", false,
+	    "Cluster mode: how often the controller checks the leader imbalance."),
+	I32("leader.imbalance.per.broker.percentage", leader_imbalance_per_broker_percentage, 0, 100, "10", false,
+	    "Cluster mode: the share of a broker's preferred partitions led elsewhere above which the controller "
+	    "moves them back."),
+	I32("num.replica.fetchers", num_replica_fetchers, 1, I32MAX, "1", true,
+	    "Accepted; a follower runs one fetcher (one connection) per leader broker."),
+	I32("replica.fetch.max.bytes", replica_fetch_max_bytes, 1, I32MAX, "1048576", false,
+	    "Bytes a follower asks for per partition in one Fetch (the first batch may be larger)."),
+	I32("replica.fetch.response.max.bytes", replica_fetch_response_max_bytes, 0, I32MAX, "10485760", false,
+	    "Bytes a follower asks for in one Fetch over all partitions."),
+	I32("replica.fetch.wait.max.ms", replica_fetch_wait_max_ms, 0, I32MAX, "500", false,
+	    "How long the leader may hold a follower's Fetch that finds too little data."),
+	I32("replica.fetch.min.bytes", replica_fetch_min_bytes, 0, I32MAX, "1", false,
+	    "Bytes a follower's Fetch waits for (up to replica.fetch.wait.max.ms)."),
+	I32("replica.fetch.backoff.ms", replica_fetch_backoff_ms, 0, I32MAX, "1000", false,
+	    "Pause before a follower fetches again after an error or a lost connection."),
+	I64("replica.high.watermark.checkpoint.interval.ms", replica_high_watermark_checkpoint_interval_ms, 1, I64MAX,
+	    "5000", false, "How often the high watermarks are written to `replication-offset-checkpoint`."),
+	I64("replica.lag.time.max.ms", replica_lag_time_max_ms, 0, I64MAX, "30000", false,
+	    "A follower that has not caught up with the leader's log end for this long leaves the ISR (checked "
+	    "every half of it); it joins again once it reaches the high watermark."),
 	/* consumer groups */
 	I32("offsets.topic.num.partitions", offsets_topic_num_partitions, 1, I32MAX, "50", false,
 	    "Partitions of `__consumer_offsets` (fixed once the topic exists)."),
-	I32("offsets.topic.replication.factor", offsets_topic_replication_factor, 1, 32767, "1", false,
-	    NOEFFECT " (Kafka's default is 3.)"),
+	I32("offsets.topic.replication.factor", offsets_topic_replication_factor, 1, 32767, "3", false,
+	    "Cluster mode: replicas of each `__consumer_offsets` partition, clamped with a warning to the live "
+	    "brokers when the topic is first created. A single node keeps one copy."),
 	I32("offsets.topic.segment.bytes", offsets_topic_segment_bytes, 1, I32MAX, "104857600", false,
 	    "Segment size of `__consumer_offsets`."),
 	I32("offsets.retention.minutes", offsets_retention_minutes, 1, I32MAX, "10080", false,
@@ -273,15 +308,23 @@ static const struct conf_def defs[] = {
 	    "`log.retention.check.interval.ms` and at start-up."),
 	I32("transaction.state.log.num.partitions", transaction_state_log_num_partitions, 1, I32MAX, "50", false,
 	    "Partitions of `__transaction_state` (fixed once the topic exists)."),
-	I32("transaction.state.log.replication.factor", transaction_state_log_replication_factor, 1, 32767, "1", false,
-	    NOEFFECT " (Kafka's default is 3.)"),
-	I32("transaction.state.log.min.isr", transaction_state_log_min_isr, 1, I32MAX, "1", false,
-	    NOEFFECT " (Kafka's default is 2.)"),
+	I32("transaction.state.log.replication.factor", transaction_state_log_replication_factor, 1, 32767, "3", false,
+	    "Cluster mode: replicas of each `__transaction_state` partition, clamped with a warning to the live "
+	    "brokers when the topic is first created. A single node keeps one copy."),
+	I32("transaction.state.log.min.isr", transaction_state_log_min_isr, 1, I32MAX, "2", false,
+	    "Cluster mode: `min.insync.replicas` of `__transaction_state` (clamped to its replication factor) when "
+	    "the topic is first created."),
 	I32("transaction.state.log.segment.bytes", transaction_state_log_segment_bytes, 1, I32MAX, "104857600", false,
 	    "Segment size of `__transaction_state`."),
 	I32("transaction.abort.timed.out.transaction.cleanup.interval.ms",
 	    transaction_abort_timed_out_transaction_cleanup_interval_ms, 1, I32MAX, "10000", false,
 	    "How often transactions past their timeout are aborted."),
+	BOOL("transaction.partition.verification.enable", transaction_partition_verification_enable, "true", false,
+	     "KIP-890: a partition leader appends a transactional batch only once the producer's transaction "
+	     "coordinator confirms that the partition is in its ongoing transaction (a coordinator on another "
+	     "broker is asked with AddPartitionsToTxn v4 VerifyOnly, once per producer epoch, partition and "
+	     "transaction); otherwise the batch is refused (INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH, or the "
+	     "retriable NOT_ENOUGH_REPLICAS while the coordinator cannot answer). `false` appends them unverified."),
 	I32("transaction.remove.expired.transaction.cleanup.interval.ms",
 	    transaction_remove_expired_transaction_cleanup_interval_ms, 1, I32MAX, "3600000", false,
 	    "How often transactional ids past `transactional.id.expiration.ms` are removed."),
@@ -310,8 +353,8 @@ static const struct conf_def defs[] = {
 	LIST("controller.listener.names", controller_listener_names, NULL, false, NOEFFECT " (KRaft)"),
 	STR("inter.broker.listener.name", inter_broker_listener_name, NULL, false,
 	    "Listener the brokers reach each other on; must name a listener of `listeners` (checked at start-up). "
-	    "Null: the listener of `security.inter.broker.protocol`. No request goes between brokers yet "
-	    "(docs/cluster.md)."),
+	    "Null: the listener named like `security.inter.broker.protocol`. Every connection between brokers goes "
+	    "to the other's endpoint of it, in its security protocol (docs/cluster.md)."),
 	BOOL("controlled.shutdown.enable", controlled_shutdown_enable, "true", false,
 	     "Cluster mode: SIGTERM first sends ControlledShutdown to the controller and keeps serving until "
 	     "it answers and this broker's partitions are offline (leader -1 with one replica each), at most "
@@ -334,38 +377,66 @@ static const struct conf_def defs[] = {
 	LIST("sasl.scram.users", sasl_scram_users, "", false,
 	     "Users of SCRAM-SHA-256 and SCRAM-SHA-512 as `name:password` pairs separated by commas. Gregor's own "
 	     "setting, read at start-up: the broker keeps only Kafka's salted credentials (salt, stored key, server "
-	     "key, 4096 iterations) in memory (docs/security.md)."),
+	     "key, 4096 iterations) in memory. Users created with AlterUserScramCredentials (`gregor-configs "
+	     "--entity-type users`) are durable and come first (docs/security.md)."),
 	STR("sasl.jaas.config", sasl_jaas_config, NULL, false,
 	    "JAAS entry naming the PLAIN users, Kafka's syntax: "
 	    "`org.apache.kafka.common.security.plain.PlainLoginModule "
 	    "required user_alice=\"secret\";`. Per listener: `listener.name.<name>.plain.sasl.jaas.config`, which "
 	    "wins there."),
+	STR("sasl.mechanism.inter.broker.protocol", sasl_mechanism_inter_broker_protocol, "GSSAPI", false,
+	    "SASL mechanism brokers authenticate to each other with when the inter-broker listener is "
+	    "SASL_PLAINTEXT or SASL_SSL: `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`, with the `username` and "
+	    "`password` of `listener.name.<name>.<mechanism>.sasl.jaas.config` (mechanism in lower case), else "
+	    "of `sasl.jaas.config`. Kafka's default, `GSSAPI` (Kerberos), is not supported: such a broker refuses "
+	    "to start (docs/security.md)."),
+	STR("authorizer.class.name", authorizer_class_name, "", false,
+	    "Turns ACL authorization on: `kafka.security.authorizer.AclAuthorizer` or "
+	    "`org.apache.kafka.metadata.authorizer.StandardAuthorizer` (both name the same authorizer here); "
+	    "empty: none, every request is allowed and the ACL APIs answer SECURITY_DISABLED (docs/security.md)."),
+	STR("super.users", super_users, NULL, false,
+	    "Principals allowed everything whatever the ACLs say, separated by `;` (`User:admin;User:CN=ops`)."),
+	BOOL("allow.everyone.if.no.acl.found", allow_everyone_if_no_acl_found, "false", false,
+	     "With an authorizer: a resource no ACL applies to is open to everyone (true) or to super users only."),
 	STR("ssl.keystore.type", ssl_keystore_type, "PEM", false,
-	    "Format of the keystore; only `PEM` is read. Every `ssl.*` setting may also be given for one listener as "
+	    "Format of the keystore: `PEM` or `PKCS12` (`JKS` is refused: convert it with keytool). Every `ssl.*` "
+	    "setting may also be given for one listener as "
 	    "`listener.name.<name>.ssl.*` (name in lower case), which wins there (docs/security.md)."),
 	STR("ssl.keystore.location", ssl_keystore_location, NULL, false,
-	    "PEM file holding the private key and the certificate chain (server certificate first) of SSL "
+	    "PEM or PKCS12 file holding the private key and the certificate chain (server certificate first) of SSL "
 	    "listeners (docs/security.md)."),
+	STR("ssl.keystore.password", ssl_keystore_password, NULL, false,
+	    "Password of a PKCS12 keystore; it opens the key too (unset: `ssl.key.password` is tried)."),
 	STR("ssl.key.password", ssl_key_password, NULL, false,
 	    "Password of an encrypted private key (in `ssl.keystore.location` or `ssl.keystore.key`)."),
 	STR("ssl.keystore.certificate.chain", ssl_keystore_certificate_chain, NULL, false,
 	    "The certificate chain in PEM given inline, with `ssl.keystore.key`, instead of `ssl.keystore.location`."),
 	STR("ssl.keystore.key", ssl_keystore_key, NULL, false,
 	    "The private key in PEM given inline, with `ssl.keystore.certificate.chain`."),
-	STR("ssl.truststore.type", ssl_truststore_type, "PEM", false, "Format of the truststore; only `PEM` is read."),
+	STR("ssl.truststore.type", ssl_truststore_type, "PEM", false, "Format of the truststore: `PEM` or `PKCS12`."),
 	STR("ssl.truststore.location", ssl_truststore_location, NULL, false,
-	    "PEM file of the CA certificates client certificates are verified against."),
+	    "PEM or PKCS12 file of the CA certificates client certificates are verified against."),
+	STR("ssl.truststore.password", ssl_truststore_password, NULL, false, "Password of a PKCS12 truststore."),
 	STR("ssl.truststore.certificates", ssl_truststore_certificates, NULL, false,
 	    "The CA certificates in PEM given inline, instead of `ssl.truststore.location`."),
 	ENUM("ssl.client.auth", ssl_client_auth, "none|requested|required", "none", false,
 	     "Client certificates on SSL listeners: `none` asks for none, `requested` verifies one if the client "
-	     "sends it, `required` refuses a client without a valid one. A verified certificate's subject DN is the "
-	     "connection's principal."),
+	     "sends it, `required` refuses a client without a valid one. A verified certificate's subject DN, mapped "
+	     "by `ssl.principal.mapping.rules`, is the connection's principal."),
 	LIST("ssl.enabled.protocols", ssl_enabled_protocols, "TLSv1.2,TLSv1.3", false,
 	     "TLS versions accepted on SSL listeners (`TLSv1.2`, `TLSv1.3`)."),
 	LIST("ssl.cipher.suites", ssl_cipher_suites, "", false,
 	     "Cipher suites: `TLS_*` names for TLSv1.3, OpenSSL cipher names for TLSv1.2; empty: OpenSSL's defaults."),
-	STR("security.inter.broker.protocol", security_inter_broker_protocol, "PLAINTEXT", false, NOEFFECT),
+	STR("ssl.principal.mapping.rules", ssl_principal_mapping_rules, "DEFAULT", false,
+	    "How a client certificate's subject DN (RFC 2253) becomes the principal's name: Kafka's "
+	    "`RULE:pattern/replacement/[LU]` rules and `DEFAULT` (the DN whole), separated by commas, the first "
+	    "matching rule wins; a DN no rule matches is refused (docs/security.md)."),
+	STR("security.inter.broker.protocol", security_inter_broker_protocol, "PLAINTEXT", false,
+	    "Names the inter-broker listener when `inter.broker.listener.name` is null: the listener of that name, "
+	    "else the first one of that security protocol (`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`)."),
+	STR("ssl.endpoint.identification.algorithm", ssl_endpoint_identification_algorithm, "https", false,
+	    "Inter-broker TLS connections: `https` checks that the other broker's certificate names the host "
+	    "connected to in its subjectAltName (a DNS name, or an IP address); empty: no check."),
 	I32("share.coordinator.state.topic.replication.factor", share_coordinator_state_topic_replication_factor, 1,
 	    32767, "1", false, NOEFFECT),
 	I32("share.coordinator.state.topic.min.isr", share_coordinator_state_topic_min_isr, 1, I32MAX, "1", false,
@@ -391,8 +462,19 @@ static const struct conf_table table = {
 
 /*
  * listener.name.<name>.ssl.<key> and .sasl.<key>: kept when that key is a
- * setting; also .plain.sasl.jaas.config.  -ENOENT for any other key.
+ * setting; also <mechanism>.sasl.jaas.config and [<mechanism>.]connections.max.reauth.ms.
+ * -ENOENT for any other key.
  */
+static bool config_listener_mech_key(const char *k, const char *suffix, size_t from)
+{
+	static const char *const mechs[] = { "", "plain.", "scram-sha-256.", "scram-sha-512." };
+
+	for (size_t i = from; i < sizeof(mechs) / sizeof(mechs[0]); i++)
+		if (!strncmp(k, mechs[i], strlen(mechs[i])) && !strcmp(k + strlen(mechs[i]), suffix))
+			return true;
+	return false;
+}
+
 static int config_other(void *obj, const char *key, const char *value, char *err, size_t errlen)
 {
 	struct broker_cfg *cfg = obj;
@@ -405,7 +487,8 @@ static int config_other(void *obj, const char *key, const char *value, char *err
 	dot = strchr(name, '.');
 	if (!dot || dot == name)
 		return -ENOENT;
-	if (strcasecmp(dot + 1, "plain.sasl.jaas.config") &&
+	if (!config_listener_mech_key(dot + 1, "sasl.jaas.config", 1) &&
+	    !config_listener_mech_key(dot + 1, "connections.max.reauth.ms", 0) &&
 	    ((strncmp(dot + 1, "ssl.", 4) && strncmp(dot + 1, "sasl.", 5)) || conf_index(&table, dot + 1) < 0))
 		return -ENOENT;
 	for (int i = 0; i < cfg->nlistener_ssl; i++)
@@ -600,6 +683,21 @@ static int config_check_cluster(const struct broker_cfg *cfg, char *err, size_t 
 	return -EINVAL;
 }
 
+/* authorizer.class.name: empty, or one of Kafka's two ACL authorizers. */
+static int config_check_authorizer(const struct broker_cfg *cfg, char *err, size_t errlen)
+{
+	const char *n = cfg->authorizer_class_name;
+
+	if (!n || !n[0] || !strcmp(n, "kafka.security.authorizer.AclAuthorizer") ||
+	    !strcmp(n, "org.apache.kafka.metadata.authorizer.StandardAuthorizer"))
+		return 0;
+	snprintf(err, errlen,
+		 "authorizer.class.name '%s' is not served: use kafka.security.authorizer.AclAuthorizer or "
+		 "org.apache.kafka.metadata.authorizer.StandardAuthorizer, or leave it empty",
+		 n);
+	return -EINVAL;
+}
+
 int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen)
 {
 	bool node_set = config_is_set(cfg, "node.id"), broker_set = config_is_set(cfg, "broker.id");
@@ -635,6 +733,8 @@ int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen)
 	if (config_check_cleaner(cfg, err, errlen))
 		return -EINVAL;
 	if (config_check_cluster(cfg, err, errlen))
+		return -EINVAL;
+	if (config_check_authorizer(cfg, err, errlen))
 		return -EINVAL;
 	if (log_set_debug(cfg->log_debug ? cfg->log_debug : "")) {
 		snprintf(err, errlen,
@@ -905,4 +1005,15 @@ int config_write_doc(FILE *f)
 	if (!rc)
 		rc = topic_cfg_write_doc(f);
 	return rc || ferror(f) ? -EIO : 0;
+}
+
+int config_first_log_dir(const struct broker_cfg *cfg, char *dir, size_t size)
+{
+	size_t n = strcspn(cfg->log_dirs, ",");
+
+	if (n >= size)
+		return -ENAMETOOLONG;
+	memcpy(dir, cfg->log_dirs, n);
+	dir[n] = '\0';
+	return 0;
 }

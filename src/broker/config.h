@@ -89,6 +89,7 @@ struct broker_cfg {
 	char *cluster_id;
 	char *listeners;            /* list */
 	char *metrics_listener;     /* http://host:port of /metrics and /health; NULL: off */
+	bool console_write_enable;  /* the web console may create topics and reset offsets */
 	char *advertised_listeners; /* list, NULL = listeners */
 	char *broker_rack;
 	/* log layout */
@@ -113,7 +114,8 @@ struct broker_cfg {
 	int32_t queued_max_requests;
 	int64_t connections_max_idle_ms;
 	int64_t connection_failed_authentication_delay_ms;
-	int32_t quota_window_num; /* client quotas (broker/quota.h) */
+	int64_t connections_max_reauth_ms; /* KIP-368; 0 = off */
+	int32_t quota_window_num;          /* client quotas (broker/quota.h) */
 	int32_t quota_window_size_seconds;
 	/* segments, retention, indexes */
 	int32_t log_segment_bytes;
@@ -155,12 +157,20 @@ struct broker_cfg {
 	bool log_message_downconversion_enable;
 	char *log_message_format_version;
 	int compression_type; /* CONFIG_COMPRESSION_* */
-	/* replication (accepted, single node) */
+	/* replication */
 	int32_t min_insync_replicas;
 	bool unclean_leader_election_enable;
 	bool auto_leader_rebalance_enable;
+	int64_t leader_imbalance_check_interval_seconds;
+	int32_t leader_imbalance_per_broker_percentage;
 	int32_t num_replica_fetchers;
 	int64_t replica_lag_time_max_ms;
+	int32_t replica_fetch_max_bytes;                       /* per partition of a follower's Fetch */
+	int32_t replica_fetch_response_max_bytes;              /* a follower's Fetch MaxBytes */
+	int32_t replica_fetch_wait_max_ms;                     /* a follower's Fetch MaxWaitMs */
+	int32_t replica_fetch_min_bytes;                       /* a follower's Fetch MinBytes */
+	int32_t replica_fetch_backoff_ms;                      /* pause after a failed follower fetch */
+	int64_t replica_high_watermark_checkpoint_interval_ms; /* replication-offset-checkpoint */
 	/* consumer groups */
 	int32_t offsets_topic_num_partitions;
 	int32_t offsets_topic_replication_factor;
@@ -182,6 +192,7 @@ struct broker_cfg {
 	int32_t transaction_state_log_segment_bytes;
 	int32_t transaction_abort_timed_out_transaction_cleanup_interval_ms;
 	int32_t transaction_remove_expired_transaction_cleanup_interval_ms;
+	bool transaction_partition_verification_enable;
 	/* threads (accepted for compatibility) */
 	int32_t num_network_threads;
 	int32_t num_io_threads;
@@ -204,17 +215,25 @@ struct broker_cfg {
 	char *ssl_keystore_type;
 	char *ssl_keystore_location;
 	char *ssl_key_password;
+	char *ssl_keystore_password;
 	char *ssl_keystore_certificate_chain;
 	char *ssl_keystore_key;
 	char *ssl_truststore_type;
 	char *ssl_truststore_location;
 	char *ssl_truststore_certificates;
+	char *ssl_truststore_password;
 	int ssl_client_auth; /* 0 none, 1 requested, 2 required */
 	char *ssl_enabled_protocols;
 	char *ssl_cipher_suites;
+	char *ssl_principal_mapping_rules;
 	char *sasl_enabled_mechanisms;
 	char *sasl_jaas_config;
+	char *sasl_mechanism_inter_broker_protocol;
+	char *ssl_endpoint_identification_algorithm;
 	char *sasl_scram_users;
+	char *authorizer_class_name; /* NULL/empty: no authorizer (broker/authz.h) */
+	char *super_users;           /* principals separated by ';' */
+	bool allow_everyone_if_no_acl_found;
 	/* listener.name.<name>.ssl.* overrides, in the order read (config_listener_ssl()) */
 	struct config_kv {
 		char *key, *value;
@@ -255,6 +274,8 @@ int config_finalize(struct broker_cfg *cfg, char *err, size_t errlen);
  * null, -ENOENT for an unknown key.
  */
 int config_get(const struct broker_cfg *cfg, const char *key, char *buf, size_t n, int *source);
+/* The first entry of log.dirs (the one a single node uses) into dir.  0 or -ENAMETOOLONG. */
+int config_first_log_dir(const struct broker_cfg *cfg, char *dir, size_t size);
 bool config_is_set(const struct broker_cfg *cfg, const char *key);
 /* Logs the Kafka settings that were set explicitly but that this broker does not use (threads). */
 void config_report_unused(const struct broker_cfg *cfg);

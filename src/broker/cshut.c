@@ -1,13 +1,14 @@
 /*
  * cshut.c - a ControlledShutdown (v3) to the controller before a clean
  * shutdown (cshut.h).  One request, one bounded wait: the controller
- * answers at once (the partitions this broker still leads, none of which
- * can move with one replica each), so the bound only guards against a
- * controller that is gone or stuck.  The answer comes before the
- * controller's pass has written those partitions' states, so after it the
- * broker waits (same bound) until the UpdateMetadata that follows shows
- * it leading none of them: then their leader -1 is in ZooKeeper before
- * the registration goes.  That wait is one retry backoff at most: a
+ * answers at once (the partitions this broker leads that have no other
+ * live ISR member, which go offline; the others move to another ISR
+ * member), so the bound only guards against a controller that is gone or
+ * stuck.  The answer comes before the controller's pass has written those
+ * partitions' states, so after it the broker waits (same bound) until the
+ * UpdateMetadata that follows shows it leading none of them: then their
+ * new leaders (or leader -1) are in ZooKeeper before the registration
+ * goes, and clients retrying find the new leader.  That wait is one retry backoff at most: a
  * controller that lost its place answers but writes nothing.
  */
 #include "broker/cshut.h"
@@ -66,9 +67,48 @@ static bool cshut_leads(const struct broker *b)
 	return false;
 }
 
+static int cshut_send(struct broker *b, const struct cluster_broker *cb);
+static const struct cluster_broker *cshut_controller(struct broker *b, int32_t id);
+
+/*
+ * No answer yet and another broker is controller now (the one asked went
+ * away): ask the new one (this broker itself included), as Kafka's broker
+ * retries with the controller it finds; while none is elected, wait.
+ * False if this broker is the last one: its partitions cannot move.
+ */
+static bool cshut_follow_controller(void)
+{
+	struct broker *b = cshut.b;
+	int32_t now = cluster_controller_id(b->cluster);
+	const struct cluster_broker *bs, *cb;
+	int live = cluster_brokers(b->cluster, &bs);
+
+	if (now == cshut.controller || now < 0)
+		return true; /* the same, or an election under way */
+	cb = now != b->node_id || live > 1 ? cshut_controller(b, now) : NULL;
+	nclient_free(cshut.nc);
+	cshut.nc = NULL;
+	if (!cb || cshut_send(b, cb)) {
+		log_info("controlled shutdown: controller %d went away and no other broker can take the partitions; "
+			 "shutting down without it",
+			 cshut.controller);
+		return false;
+	}
+	log_info("controlled shutdown: controller %d went away; asking controller %d", cshut.controller, now);
+	cshut.controller = now;
+	return true;
+}
+
 static void cshut_on_timer(struct loop_timer *t)
 {
 	(void)t;
+	if (!cshut.answered && clock_mono_ms() < cshut.deadline) {
+		if (cshut_follow_controller())
+			loop_timer_set(cshut.b->loop, &cshut.timer, clock_mono_ms() + CSHUT_POLL_MS);
+		else
+			cshut_end();
+		return;
+	}
 	if (cshut.answered && !cshut_leads(cshut.b)) {
 		log_info("controlled shutdown: leading no partition after %lld ms",
 			 (long long)(clock_mono_ms() - cshut.t0));
@@ -142,8 +182,9 @@ static int cshut_send(struct broker *b, const struct cluster_broker *cb)
 {
 	struct ControlledShutdownRequest req = { .BrokerId = b->node_id,
 						 .BrokerEpoch = cluster_broker_epoch(b->cluster) };
-	struct nclient_cfg cfg = { .host = cb->host,
-				   .port = cb->port,
+	struct nclient_cfg cfg = { .host = cb->inter_host,
+				   .port = cb->inter_port,
+				   .sec = b->inter_sec,
 				   .out_max = 1 << 20,
 				   .frame_max = 64 << 20,
 				   .on_state = cshut_on_state,
@@ -191,9 +232,10 @@ bool cshut_start(struct broker *b, void (*done)(struct broker *b))
 	cshut.answered = false;
 	cshut.running = true;
 	loop_timer_init(&cshut.timer, cshut_on_timer);
-	loop_timer_set(b->loop, &cshut.timer, cshut.deadline);
+	loop_timer_set(b->loop, &cshut.timer, clock_mono_ms() + CSHUT_POLL_MS);
 	log_info("controlled shutdown: asking controller %d (%s:%d), broker epoch %lld, waiting up to %lld ms",
-		 cshut.controller, cb->host, cb->port, (long long)cluster_broker_epoch(b->cluster), (long long)bound);
+		 cshut.controller, cb->inter_host, cb->inter_port, (long long)cluster_broker_epoch(b->cluster),
+		 (long long)bound);
 	return true;
 }
 

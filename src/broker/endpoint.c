@@ -2,8 +2,10 @@
  * endpoint.c - the advertised endpoint a client is given for this broker
  * and, in cluster mode, for the others: the one of the listener the
  * client came through (see broker.h), so a client on an SSL listener is
- * never sent to a plaintext port.
+ * never sent to a plaintext port; and the endpoint brokers reach each
+ * other on (inter.broker.listener.name).
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "broker/broker.h"
@@ -39,4 +41,19 @@ void broker_endpoint_of(const struct broker *b, const struct conn *c, const stru
 			*port = cb->endpoints[e].port;
 		}
 	}
+}
+
+bool broker_endpoint_inter(const struct broker *b, int32_t id, const char **host, int32_t *port)
+{
+	const struct cluster_broker *v;
+	int n = b->cluster ? cluster_brokers(b->cluster, &v) : 0;
+
+	for (int i = 0; i < n; i++) {
+		if (v[i].id != id || !v[i].inter_port)
+			continue;
+		*host = v[i].inter_host;
+		*port = v[i].inter_port;
+		return true;
+	}
+	return false;
 }

@@ -18,6 +18,7 @@
 
 static struct fetch_watch *fetch_park_chains[FETCH_PARK_BUCKETS];
 static struct fetch_park *fetch_park_ready;
+static int32_t fetch_park_n; /* parked now */
 
 static struct fetch_watch **fetch_park_chain(const struct part *part)
 {
@@ -54,6 +55,7 @@ void fetch_park_add(struct fetch_park *fp, struct req *rq, struct conn *c, struc
 	struct fetch_park *head = conn_user(c);
 
 	*fp = (struct fetch_park){ .rq = rq, .c = c, .watches = watches, .parked = true };
+	fetch_park_n++;
 	for (int32_t i = 0; i < n; i++) {
 		struct fetch_watch *w;
 		struct fetch_watch **chain;
@@ -94,6 +96,7 @@ void fetch_park_remove(struct fetch_park *fp)
 	if (fp->conn_next)
 		fp->conn_next->conn_pprev = fp->conn_pprev;
 	fp->parked = false;
+	fetch_park_n--;
 }
 
 void fetch_park_notify(const struct part *part)
@@ -116,4 +119,9 @@ struct fetch_park *fetch_park_next_ready(void)
 	if (fp)
 		fetch_park_unready(fp);
 	return fp;
+}
+
+int32_t fetch_park_count(void)
+{
+	return fetch_park_n;
 }

@@ -57,5 +57,7 @@ void fetch_park_notify(const struct part *part);
 void fetch_park_conn_closed(struct conn *c);
 /* Takes the next ready fetch off the ready list (it stays parked); NULL when none. */
 struct fetch_park *fetch_park_next_ready(void);
+/* Fetches parked now (the Fetch purgatory size for /metrics). */
+int32_t fetch_park_count(void);
 
 #endif

@@ -10,8 +10,8 @@
  *     (INVALID_REQUEST), the others are served;
  *   - one node: a replication factor other than 1 and an assignment naming
  *     any broker but this one are refused; in cluster mode (docs/cluster.md)
- *     a factor above the live brokers or above 1 (no replication yet) and an
- *     assignment naming anything but one live broker per partition are, and
+ *     a factor above the live brokers and an assignment naming anything but
+ *     the same number of distinct live brokers per partition are, and
  *     the topic is written to ZooKeeper (broker/topic_zk.h) before its
  *     files are made here;
  *   - -1 partitions / replication factor means the broker default
@@ -30,6 +30,7 @@
  * to hash % partition count, so both are refused on internal topics with
  * INVALID_TOPIC_EXCEPTION (the code Kafka gives a produce to them).
  */
+#include "broker/authz.h"
 #include "broker/handlers.h"
 
 #include <errno.h>
@@ -40,6 +41,7 @@
 
 #include "broker/broker.h"
 #include "broker/registry.h"
+#include "broker/replica.h"
 #include "broker/cleaner.h"
 #include "broker/creator.h"
 #include "broker/syncer.h"
@@ -116,10 +118,22 @@ static struct topic *admin_topic(struct req *rq, struct kstr name, int16_t *err,
 	return t;
 }
 
-/* True if the replica list is exactly one live broker: this node on a single node (no replication yet). */
-static bool admin_replicas_ok(struct req *rq, const struct int32_array *ids)
+/*
+ * True if the replica list is rf distinct live brokers (rf 0: the first
+ * list's length); a single node: exactly this node.
+ */
+static bool admin_replicas_ok(struct req *rq, const struct int32_array *ids, int32_t rf)
 {
-	return ids->n == 1 && topic_zk_is_live(rq->b, ids->v[0]);
+	if (ids->n < 1 || (rf && ids->n != rf) || (!rq->b->cluster && ids->n != 1))
+		return false;
+	for (int32_t i = 0; i < ids->n; i++) {
+		if (!topic_zk_is_live(rq->b, ids->v[i]))
+			return false;
+		for (int32_t j = 0; j < i; j++)
+			if (ids->v[j] == ids->v[i])
+				return false;
+	}
+	return true;
 }
 
 /* ---- waiting for the worker thread (CreateTopics, CreatePartitions) ---- */
@@ -225,9 +239,12 @@ static int admin_park(struct req *rq, struct admin_wait *w, int32_t timeout_ms)
 
 /* ---- CreateTopics ---- */
 
-/* Manual assignments: partitions 0..n-1, each once, each on this node only. */
+/*
+ * Manual assignments: partitions 0..n-1, each once, each on this node only
+ * (cluster mode: each on the same number of distinct live brokers, *rf).
+ */
 static int16_t create_assignments(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t *nparts,
-				  struct kstr *msg)
+				  int32_t *rf, struct kstr *msg)
 {
 	int32_t n = in->Assignments.n;
 	bool *seen = req_alloc(rq, (size_t)n, sizeof(*seen));
@@ -246,10 +263,10 @@ static int16_t create_assignments(struct req *rq, const struct CreateTopicsReque
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
 		seen[a->PartitionIndex] = true;
-		if (!admin_replicas_ok(rq, &a->BrokerIds)) {
+		if (!admin_replicas_ok(rq, &a->BrokerIds, in->Assignments.v[0].BrokerIds.n)) {
 			*msg = rq->b->cluster ? req_printf(rq,
-							   "Partition %d must be assigned to exactly one live broker "
-							   "(partitions are not replicated yet).",
+							   "Partition %d must be assigned to distinct live brokers, as "
+							   "many as partition 0.",
 							   a->PartitionIndex)
 					      : req_printf(rq,
 							   "Partition %d may only be assigned to broker %d (this "
@@ -259,11 +276,12 @@ static int16_t create_assignments(struct req *rq, const struct CreateTopicsReque
 		}
 	}
 	*nparts = n;
+	*rf = n ? in->Assignments.v[0].BrokerIds.n : 1;
 	return KERR_NONE;
 }
 
 /* Partition count and replication factor, from the request or the broker defaults. */
-static int16_t create_sizes(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t *nparts,
+static int16_t create_sizes(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t *nparts, int32_t *rf_out,
 			    struct kstr *msg)
 {
 	const struct broker_cfg *cfg = &rq->b->cfg;
@@ -271,7 +289,7 @@ static int16_t create_sizes(struct req *rq, const struct CreateTopicsRequestTopi
 	int32_t rf = in->ReplicationFactor == -1 ? cfg->default_replication_factor : in->ReplicationFactor;
 
 	if (in->Assignments.n > 0)
-		return create_assignments(rq, in, nparts, msg);
+		return create_assignments(rq, in, nparts, rf_out, msg);
 	if (np <= 0) {
 		*msg = req_printf(rq, "Number of partitions was set to an invalid non-positive value.");
 		return KERR_INVALID_PARTITIONS;
@@ -292,12 +310,8 @@ static int16_t create_sizes(struct req *rq, const struct CreateTopicsRequestTopi
 				  topic_zk_live(rq->b));
 		return KERR_INVALID_REPLICATION_FACTOR;
 	}
-	if (rf > 1) {
-		*msg = req_printf(rq, "Replication factor %d: partitions are not replicated yet; only 1 is supported.",
-				  rf);
-		return KERR_INVALID_REPLICATION_FACTOR;
-	}
 	*nparts = np;
+	*rf_out = rf;
 	return KERR_NONE;
 }
 
@@ -365,8 +379,8 @@ static void admin_zk_done(void *arg, int err)
 }
 
 /* Cluster mode: writes entry slot's znodes; its files are made when ZooKeeper answers. */
-static int16_t admin_zk_create(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t nparts, int32_t slot,
-			       const struct topic_cfg *tcfg, struct admin_wait **w, struct kstr *msg)
+static int16_t admin_zk_create(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t nparts, int32_t rf,
+			       int32_t slot, const struct topic_cfg *tcfg, struct admin_wait **w, struct kstr *msg)
 {
 	size_t len = (size_t)in->Name.len;
 	struct admin_zk *z = calloc(1, sizeof(*z) + len + 1);
@@ -378,7 +392,7 @@ static int16_t admin_zk_create(struct req *rq, const struct CreateTopicsRequestT
 		z->slot = slot;
 		z->nparts = nparts;
 		uuid_random(&z->id);
-		rc = topic_zk_create(rq, in, nparts, 1, &z->id, admin_zk_done, z);
+		rc = topic_zk_create(rq, in, nparts, rf, &z->id, admin_zk_done, z);
 		if (rc)
 			topic_cfg_release(&z->tcfg);
 	}
@@ -406,7 +420,7 @@ static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic 
 	struct topic_cfg tcfg;
 	struct reg_build *b;
 	struct topic *t;
-	int32_t nparts = 0;
+	int32_t nparts = 0, rf = 1;
 	int16_t err;
 	int rc;
 
@@ -417,6 +431,8 @@ static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic 
 				  name);
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	}
+	if (!authz_create_topic(rq, in->Name))
+		return KERR_TOPIC_AUTHORIZATION_FAILED;
 	if (registry_find(rq->b->reg, in->Name)) {
 		*msg = req_printf(rq, "Topic '%s' already exists.", name);
 		return KERR_TOPIC_ALREADY_EXISTS;
@@ -425,7 +441,7 @@ static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic 
 		*msg = req_printf(rq, "Topic '%s' collides with existing topic: %s", name, t->name);
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	}
-	err = create_sizes(rq, in, &nparts, msg);
+	err = create_sizes(rq, in, &nparts, &rf, msg);
 	if (err)
 		return err;
 	if (topic_cfg_init(&tcfg, &rq->b->cfg) < 0) {
@@ -434,7 +450,7 @@ static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic 
 	}
 	err = create_configs(rq, in, &tcfg, msg);
 	if (!err && !validate_only && rq->b->cluster) {
-		err = admin_zk_create(rq, in, nparts, slot, &tcfg, w, msg);
+		err = admin_zk_create(rq, in, nparts, rf, slot, &tcfg, w, msg);
 	} else if (!err && !validate_only) {
 		rc = creator_create(rq->b->creator, in->Name, nparts, &tcfg, &b);
 		if (rc < 0) {
@@ -486,6 +502,7 @@ int admin_topic_remove(struct broker *b, struct topic *t)
 			syncer_forget(b->syncer, t->parts[p]);
 			cleaner_forget(b->cleaner, t->parts[p]);
 		}
+	replica_forget_topic(b, t->name); /* a topic made again under the name starts at leader epoch 0 */
 	return registry_delete(b->reg, t);
 }
 
@@ -495,6 +512,8 @@ static int16_t delete_one(struct req *rq, struct kstr name)
 	int16_t err = KERR_NONE;
 	struct topic *t;
 
+	if (!authz_topic(rq, name, ACL_OP_DELETE))
+		return KERR_TOPIC_AUTHORIZATION_FAILED;
 	if (!rq->b->cfg.delete_topic_enable) /* the error code exists from v3 on */
 		return rq->hdr.api_version < 3 ? KERR_INVALID_REQUEST : KERR_TOPIC_DELETION_DISABLED;
 	if (rq->b->cluster && !registry_find(rq->b->reg, name) && mcache_topic(rq->b->mcache, name.p, name.len)) {
@@ -572,15 +591,14 @@ static int16_t partitions_check(struct req *rq, const struct CreatePartitionsReq
 		return KERR_INVALID_REPLICA_ASSIGNMENT;
 	}
 	for (int32_t i = 0; i < adding; i++) {
-		if (!admin_replicas_ok(rq, &in->Assignments.v[i].BrokerIds)) {
-			*msg = rq->b->cluster ? req_printf(rq,
-							   "Partition %d must be assigned to exactly one live broker "
-							   "(partitions are not replicated yet).",
-							   t->nparts_next + i)
-					      : req_printf(rq,
-							   "Partition %d may only be assigned to broker %d (this "
-							   "single node).",
-							   t->nparts_next + i, rq->b->node_id);
+		if (!admin_replicas_ok(rq, &in->Assignments.v[i].BrokerIds, 0)) {
+			*msg = rq->b->cluster
+				       ? req_printf(rq, "Partition %d must be assigned to distinct live brokers.",
+						    t->nparts_next + i)
+				       : req_printf(rq,
+						    "Partition %d may only be assigned to broker %d (this "
+						    "single node).",
+						    t->nparts_next + i, rq->b->node_id);
 			return KERR_INVALID_REPLICA_ASSIGNMENT;
 		}
 	}
@@ -684,6 +702,8 @@ static int16_t partitions_one(struct req *rq, const struct CreatePartitionsReque
 	struct reg_build *b;
 	int rc;
 
+	if (!authz_topic(rq, in->Name, ACL_OP_ALTER))
+		return KERR_TOPIC_AUTHORIZATION_FAILED;
 	if (rq->b->cluster)
 		return partitions_zk(rq, in, validate_only, slot, w, msg);
 	if (!t)
@@ -782,8 +802,10 @@ int h_delete_records(struct req *rq, const void *vin, void *vout)
 			DeleteRecordsResponsePartition_init(po);
 			po->PartitionIndex = ti->Partitions.v[j].PartitionIndex;
 			po->LowWatermark = -1;
-			po->ErrorCode = t ? records_one(t, &ti->Partitions.v[j], &po->LowWatermark)
-					  : registry_missing_error(rq->b->reg, ti->Name, po->PartitionIndex);
+			po->ErrorCode = authz_topic_kerr(rq, ti->Name, ACL_OP_DELETE);
+			if (!po->ErrorCode)
+				po->ErrorCode = t ? records_one(t, &ti->Partitions.v[j], &po->LowWatermark)
+						  : registry_missing_error(rq->b->reg, ti->Name, po->PartitionIndex);
 		}
 	}
 	return H_REPLY;

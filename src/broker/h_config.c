@@ -21,6 +21,7 @@
  * copy replace the topic's configs and get persisted with
  * registry_save_cfg(): one bad key changes nothing for that resource.
  */
+#include "broker/authz.h"
 #include "broker/handlers.h"
 
 #include <errno.h>
@@ -144,8 +145,8 @@ static struct DescribeConfigsResponseConfig *cfg_entry(struct req *rq, struct De
 	return c;
 }
 
-static void cfg_describe_topic(struct req *rq, const struct topic *t, const struct kstr_array *keys, bool synonyms,
-			       struct DescribeConfigsResponseResult *r)
+static void cfg_describe_topic(struct req *rq, const struct topic_cfg *tcfg, const struct kstr_array *keys,
+			       bool synonyms, struct DescribeConfigsResponseResult *r)
 {
 	const struct conf_table *tab = topic_cfg_table();
 	char val[CFG_VALUE_MAX];
@@ -158,7 +159,7 @@ static void cfg_describe_topic(struct req *rq, const struct topic *t, const stru
 
 		if (!cfg_key_wanted(keys, name))
 			continue;
-		rc = topic_cfg_get(&t->cfg, name, val, sizeof(val), &source, NULL);
+		rc = topic_cfg_get(tcfg, name, val, sizeof(val), &source, NULL);
 		c = cfg_entry(rq, r, name, rc == 0 ? val : NULL, source, false);
 		if (!synonyms)
 			continue;
@@ -189,11 +190,20 @@ static void cfg_describe_broker(struct req *rq, const struct kstr_array *keys, b
 	}
 }
 
+/* Cluster mode, a topic held elsewhere: its overrides read from ZooKeeper (below). */
+struct cfg_zk_wait;
+static struct cfg_zk_wait *cfg_zk_wait_new(struct req *rq);
+static void cfg_describe_topic_zk(struct req *rq, struct cfg_zk_wait *w,
+				  const struct DescribeConfigsRequestResource *res, bool synonyms,
+				  struct DescribeConfigsResponseResult *r);
+static int cfg_zk_asked(struct cfg_zk_wait *w);
+
 int h_describe_configs(struct req *rq, const void *vin, void *vout)
 {
 	const struct DescribeConfigsRequest *in = vin;
 	struct DescribeConfigsResponse *out = vout;
 	int32_t n = in->Resources.n > 0 ? in->Resources.n : 0;
+	struct cfg_zk_wait *w = cfg_zk_wait_new(rq);
 
 	out->Results.v = req_alloc(rq, (size_t)n, sizeof(*out->Results.v));
 	out->Results.n = n;
@@ -207,15 +217,22 @@ int h_describe_configs(struct req *rq, const void *vin, void *vout)
 		r->ResourceType = res->ResourceType;
 		r->ResourceName = res->ResourceName;
 		r->ErrorMessage = KSTR_NULL;
-		r->ErrorCode = cfg_resource(rq, res->ResourceType, res->ResourceName, &kind, &t, &r->ErrorMessage);
-		if (r->ErrorCode)
+		r->ErrorCode =
+			authz_configs_kerr(rq, res->ResourceType, res->ResourceName, ACL_OP_DESCRIBE_CONFIGS)
+				?: cfg_resource(rq, res->ResourceType, res->ResourceName, &kind, &t, &r->ErrorMessage);
+		if (r->ErrorCode == KERR_UNKNOWN_TOPIC_OR_PARTITION && rq->b->cluster) {
+			r->ErrorCode = KERR_NONE; /* no replica here: ZooKeeper's /config/topics/<t> says */
+			r->ErrorMessage = KSTR_NULL;
+			cfg_describe_topic_zk(rq, w, res, in->IncludeSynonyms, r);
+		} else if (r->ErrorCode) {
 			continue;
-		if (kind == CFG_TOPIC)
-			cfg_describe_topic(rq, t, &res->ConfigurationKeys, in->IncludeSynonyms, r);
-		else if (kind == CFG_BROKER)
+		} else if (kind == CFG_TOPIC) {
+			cfg_describe_topic(rq, &t->cfg, &res->ConfigurationKeys, in->IncludeSynonyms, r);
+		} else if (kind == CFG_BROKER) {
 			cfg_describe_broker(rq, &res->ConfigurationKeys, in->IncludeSynonyms, r);
+		}
 	}
-	return H_REPLY;
+	return cfg_zk_asked(w);
 }
 
 /* ---- AlterConfigs and IncrementalAlterConfigs ---- */
@@ -350,13 +367,30 @@ static bool cfg_has_dup_keys(const struct cfg_change *ch, int32_t n)
 	return false;
 }
 
+/* Makes *cfg topic t's config (the old one goes to *cfg) and saves it in topic.properties. */
+static int16_t cfg_install(struct req *rq, struct topic *t, struct topic_cfg *cfg, struct kstr *msg)
+{
+	struct topic_cfg old = t->cfg;
+	int rc;
+
+	t->cfg = *cfg;
+	*cfg = old;
+	rc = registry_save_cfg(rq->b->reg, t);
+	if (rc < 0) {
+		log_error("topic '%s': cannot save configs: %s", t->name, strerror(-rc));
+		*msg = req_printf(rq, "Cannot persist the configs: %s", strerror(-rc));
+		return KERR_UNKNOWN_SERVER_ERROR;
+	}
+	log_info("topic '%s': configs updated", t->name);
+	return KERR_NONE;
+}
+
 /* Validates every change on a scratch copy, then installs and persists it. */
 static int16_t cfg_alter_topic(struct req *rq, struct topic *t, const struct cfg_change *ch, int32_t n, bool replace,
 			       bool validate_only, struct kstr *msg)
 {
 	struct topic_cfg scratch;
 	int16_t err = KERR_NONE;
-	int rc;
 
 	if (cfg_has_dup_keys(ch, n)) {
 		*msg = req_printf(rq, "Error due to duplicate config keys");
@@ -368,25 +402,174 @@ static int16_t cfg_alter_topic(struct req *rq, struct topic *t, const struct cfg
 	}
 	for (int32_t i = 0; i < n && !err; i++)
 		err = cfg_apply(rq, &scratch, &ch[i], msg);
-	if (!err && !validate_only) {
-		struct topic_cfg old = t->cfg;
-
-		t->cfg = scratch;
-		scratch = old;
-		rc = registry_save_cfg(rq->b->reg, t);
-		if (rc < 0) {
-			log_error("topic '%s': cannot save configs: %s", t->name, strerror(-rc));
-			*msg = req_printf(rq, "Cannot persist the configs: %s", strerror(-rc));
-			err = KERR_UNKNOWN_SERVER_ERROR;
-		} else {
-			log_info("topic '%s': configs updated", t->name);
-			if (rq->b->cluster && (rc = topic_zk_config_write(rq->b, t)) < 0)
-				log_warn("topic '%s': cannot write its config to zookeeper: %s", t->name,
-					 strerror(-rc));
-		}
-	}
+	if (!err && !validate_only)
+		err = cfg_install(rq, t, &scratch, msg);
 	topic_cfg_release(&scratch);
 	return err;
+}
+
+/*
+ * Cluster mode: a topic's overrides are ZooKeeper's /config/topics/<t>,
+ * whichever broker is asked and whether it holds a replica or not, as in
+ * Kafka.  Each topic resource reads them, applies the changes to a copy,
+ * writes it back with a change notification (every broker applies it from
+ * there), applies it here at once if this broker holds the topic, and the
+ * request is answered once every write is answered.
+ */
+struct cfg_zk_wait {
+	struct req *rq;
+	int pending;  /* topic resources still being read or written */
+	bool in_call; /* the handler is still going through the resources: it answers */
+};
+
+struct cfg_zk_item {
+	struct cfg_zk_wait *w;
+	const struct cfg_change *ch;
+	int32_t n;
+	bool replace, validate_only;
+	/* DescribeConfigs: the keys asked for and the result to fill (NULL: an alteration) */
+	const struct kstr_array *keys;
+	bool synonyms;
+	struct DescribeConfigsResponseResult *res;
+	int16_t *err;
+	struct kstr *msg;
+	struct topic_cfg cfg; /* the changed overrides, from the read to the write */
+	char name[256];
+};
+
+static void cfg_zk_done(struct cfg_zk_item *it)
+{
+	struct cfg_zk_wait *w = it->w;
+
+	if (--w->pending == 0 && !w->in_call)
+		req_reply(w->rq);
+}
+
+/* A ZooKeeper failure (-errno from cluster.h) as the resource's error. */
+static void cfg_zk_failed(struct cfg_zk_item *it, int err)
+{
+	struct req *rq = it->w->rq;
+
+	if (err == -ENOENT) {
+		*it->err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		*it->msg = req_printf(rq, "The topic '%s' does not exist.", it->name);
+	} else {
+		*it->err = err == -ENOTCONN ? KERR_REQUEST_TIMED_OUT : KERR_UNKNOWN_SERVER_ERROR;
+		*it->msg = req_printf(rq, "The topic's configs in ZooKeeper: %s", strerror(-err));
+	}
+}
+
+static void cfg_zk_on_written(void *arg, int err)
+{
+	struct cfg_zk_item *it = arg;
+	struct req *rq = it->w->rq;
+	struct topic *t;
+
+	if (err)
+		cfg_zk_failed(it, err);
+	else if ((t = registry_find(rq->b->reg, kstr_c(it->name))) != NULL)
+		cfg_install(rq, t, &it->cfg, it->msg); /* a save that fails here is logged; ZooKeeper has it */
+	topic_cfg_release(&it->cfg);
+	cfg_zk_done(it);
+}
+
+/* cluster_config_fn: the overrides as ZooKeeper holds them; change, then write them. */
+static void cfg_zk_on_read(void *arg, int err, const struct znode_config *zc)
+{
+	struct cfg_zk_item *it = arg;
+	struct req *rq = it->w->rq;
+	char buf[256];
+
+	if (err || topic_cfg_init(&it->cfg, &rq->b->cfg) < 0) {
+		cfg_zk_failed(it, err ? err : -ENOMEM);
+		cfg_zk_done(it);
+		return;
+	}
+	for (int i = 0; !it->replace && i < zc->n; i++)
+		if (topic_cfg_set(&it->cfg, zc->names[i], zc->values[i], buf, sizeof(buf)) < 0)
+			log_warn("topic '%s': override %s=%s in ZooKeeper dropped: %s", it->name, zc->names[i],
+				 zc->values[i], buf);
+	if (it->res) {
+		cfg_describe_topic(rq, &it->cfg, it->keys, it->synonyms, it->res);
+		topic_cfg_release(&it->cfg);
+		cfg_zk_done(it);
+		return;
+	}
+	for (int32_t i = 0; i < it->n && !*it->err; i++)
+		*it->err = cfg_apply(rq, &it->cfg, &it->ch[i], it->msg);
+	if (!*it->err && !it->validate_only &&
+	    (err = topic_zk_config_write(rq->b, it->name, &it->cfg, cfg_zk_on_written, it)) == 0)
+		return;
+	if (err)
+		cfg_zk_failed(it, err);
+	topic_cfg_release(&it->cfg);
+	cfg_zk_done(it);
+}
+
+/* Asks ZooKeeper for topic name's overrides for it; cfg_zk_on_read goes on. */
+static void cfg_zk_read(struct req *rq, struct cfg_zk_item *it, struct kstr name)
+{
+	snprintf(it->name, sizeof(it->name), "%.*s", name.len, name.p);
+	it->w->pending++;
+	if (cluster_topic_config(rq->b->cluster, it->name, cfg_zk_on_read, it)) {
+		cfg_zk_failed(it, -ENOTCONN);
+		it->w->pending--;
+	}
+}
+
+/* Starts one topic resource of a request in cluster mode; its error is set when it ends. */
+static void cfg_alter_topic_zk(struct req *rq, struct cfg_zk_wait *w, struct kstr name, const struct cfg_change *ch,
+			       int32_t n, bool replace, bool validate_only, int16_t *err, struct kstr *msg)
+{
+	struct cfg_zk_item *it;
+
+	if ((*err = authz_configs_kerr(rq, RES_TOPIC, name, ACL_OP_ALTER_CONFIGS)))
+		return;
+	if (!topic_name_valid(name)) {
+		*msg = req_printf(rq, "Topic name '%s' is illegal", req_cstr(rq, name));
+		*err = KERR_INVALID_TOPIC_EXCEPTION;
+		return;
+	}
+	if (cfg_has_dup_keys(ch, n)) {
+		*msg = req_printf(rq, "Error due to duplicate config keys");
+		*err = KERR_INVALID_REQUEST;
+		return;
+	}
+	it = req_alloc(rq, 1, sizeof(*it));
+	*it = (struct cfg_zk_item){
+		.w = w, .ch = ch, .n = n, .replace = replace, .validate_only = validate_only, .err = err, .msg = msg
+	};
+	cfg_zk_read(rq, it, name);
+}
+
+static void cfg_describe_topic_zk(struct req *rq, struct cfg_zk_wait *w,
+				  const struct DescribeConfigsRequestResource *res, bool synonyms,
+				  struct DescribeConfigsResponseResult *r)
+{
+	struct cfg_zk_item *it = req_alloc(rq, 1, sizeof(*it));
+
+	*it = (struct cfg_zk_item){ .w = w,
+				    .keys = &res->ConfigurationKeys,
+				    .synonyms = synonyms,
+				    .res = r,
+				    .err = &r->ErrorCode,
+				    .msg = &r->ErrorMessage };
+	cfg_zk_read(rq, it, res->ResourceName);
+}
+
+static struct cfg_zk_wait *cfg_zk_wait_new(struct req *rq)
+{
+	struct cfg_zk_wait *w = req_alloc(rq, 1, sizeof(*w));
+
+	*w = (struct cfg_zk_wait){ .rq = rq, .in_call = true };
+	return w;
+}
+
+/* What a configs handler returns once it went through its resources. */
+static int cfg_zk_asked(struct cfg_zk_wait *w)
+{
+	w->in_call = false;
+	return w->pending ? H_PARKED : H_REPLY;
 }
 
 /* One resource of either alter API. */
@@ -395,7 +578,8 @@ static int16_t cfg_alter_one(struct req *rq, int8_t type, struct kstr name, cons
 {
 	enum cfg_kind kind;
 	struct topic *t;
-	int16_t err = cfg_resource(rq, type, name, &kind, &t, msg);
+	int16_t err = authz_configs_kerr(rq, type, name, ACL_OP_ALTER_CONFIGS)
+			      ?: cfg_resource(rq, type, name, &kind, &t, msg);
 
 	if (err)
 		return err;
@@ -413,6 +597,8 @@ int h_alter_configs(struct req *rq, const void *vin, void *vout)
 	struct AlterConfigsResponse *out = vout;
 	int32_t n = in->Resources.n > 0 ? in->Resources.n : 0;
 
+	struct cfg_zk_wait *w = cfg_zk_wait_new(rq);
+
 	out->Responses.v = req_alloc(rq, (size_t)n, sizeof(*out->Responses.v));
 	out->Responses.n = n;
 	for (int32_t i = 0; i < n; i++) {
@@ -427,10 +613,14 @@ int h_alter_configs(struct req *rq, const void *vin, void *vout)
 		r->ResourceType = res->ResourceType;
 		r->ResourceName = res->ResourceName;
 		r->ErrorMessage = KSTR_NULL;
-		r->ErrorCode = cfg_alter_one(rq, res->ResourceType, res->ResourceName, ch, nc, true, in->ValidateOnly,
-					     &r->ErrorMessage);
+		if (rq->b->cluster && res->ResourceType == RES_TOPIC)
+			cfg_alter_topic_zk(rq, w, res->ResourceName, ch, nc, true, in->ValidateOnly, &r->ErrorCode,
+					   &r->ErrorMessage);
+		else
+			r->ErrorCode = cfg_alter_one(rq, res->ResourceType, res->ResourceName, ch, nc, true,
+						     in->ValidateOnly, &r->ErrorMessage);
 	}
-	return H_REPLY;
+	return cfg_zk_asked(w);
 }
 
 int h_incremental_alter_configs(struct req *rq, const void *vin, void *vout)
@@ -438,6 +628,8 @@ int h_incremental_alter_configs(struct req *rq, const void *vin, void *vout)
 	const struct IncrementalAlterConfigsRequest *in = vin;
 	struct IncrementalAlterConfigsResponse *out = vout;
 	int32_t n = in->Resources.n > 0 ? in->Resources.n : 0;
+
+	struct cfg_zk_wait *w = cfg_zk_wait_new(rq);
 
 	out->Responses.v = req_alloc(rq, (size_t)n, sizeof(*out->Responses.v));
 	out->Responses.n = n;
@@ -456,8 +648,12 @@ int h_incremental_alter_configs(struct req *rq, const void *vin, void *vout)
 		r->ResourceType = res->ResourceType;
 		r->ResourceName = res->ResourceName;
 		r->ErrorMessage = KSTR_NULL;
-		r->ErrorCode = cfg_alter_one(rq, res->ResourceType, res->ResourceName, ch, nc, false, in->ValidateOnly,
-					     &r->ErrorMessage);
+		if (rq->b->cluster && res->ResourceType == RES_TOPIC)
+			cfg_alter_topic_zk(rq, w, res->ResourceName, ch, nc, false, in->ValidateOnly, &r->ErrorCode,
+					   &r->ErrorMessage);
+		else
+			r->ErrorCode = cfg_alter_one(rq, res->ResourceType, res->ResourceName, ch, nc, false,
+						     in->ValidateOnly, &r->ErrorMessage);
 	}
-	return H_REPLY;
+	return cfg_zk_asked(w);
 }

@@ -19,6 +19,10 @@
  * of a full fetch or keeps in an incremental answer only the partitions
  * with something new.
  *
+ * A follower's fetch (ReplicaId >= 0, cluster mode) is served up to the
+ * log end, not the high watermark, and tells the leader its fetch offset
+ * (broker/replica.h: the high watermark over the ISR).
+ *
  * read_committed (IsolationLevel 1): data is served only below the last
  * stable offset (log/txnidx.h), and AbortedTransactions lists every
  * aborted transaction overlapping the returned bytes, [FetchOffset,
@@ -49,12 +53,14 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "broker/authz.h"
 #include "broker/broker.h"
 #include "broker/downconvert.h"
 #include "broker/fetch_context.h"
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
+#include "broker/replica.h"
 #include "broker/stats.h"
 #include "log/partition.h"
 #include "log/txnidx.h"
@@ -180,6 +186,15 @@ static void fetch_fix_conv(struct req *rq, struct FetchResponse *resp)
 		}
 }
 
+/* How far a fetch may read: a follower to the log end, a consumer to the HW (read_committed: the LSO). */
+static int64_t fetch_upper(const struct broker *b, const struct FetchRequest *f, struct part *part,
+			   const struct FetchResponsePartition *out)
+{
+	if (f->ReplicaId >= 0 && b->repl)
+		return part_log_end_offset(part);
+	return f->IsolationLevel == 1 ? out->LastStableOffset : out->HighWatermark;
+}
+
 /* Fills one partition; returns the record bytes it will carry. */
 static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, struct topic *t,
 			       const struct FetchRequestPartition *in, struct FetchResponsePartition *out, int64_t used)
@@ -198,14 +213,21 @@ static int64_t fetch_partition(struct req *rq, const struct FetchRequest *f, str
 		out->HighWatermark = -1;
 		return 0;
 	}
+	if (f->ReplicaId >= 0 &&
+	    rq->b->repl) { /* a follower: its fetch offset is its durable log end (broker/replica.h) */
+		out->ErrorCode = replica_on_follower_fetch(rq->b, t, in->Partition, part, f->ReplicaId,
+							   in->CurrentLeaderEpoch, in->FetchOffset);
+		if (out->ErrorCode)
+			return 0;
+	}
 	out->HighWatermark = part_high_watermark(part);
 	out->LastStableOffset = txnidx_last_stable_offset(part);
 	out->LogStartOffset = part_log_start_offset(part);
 	if (left <= 0 && used > 0)
 		return 0;
 	max = in->PartitionMaxBytes < left ? in->PartitionMaxBytes : left;
-	err = part_read(part, in->FetchOffset, f->IsolationLevel == 1 ? out->LastStableOffset : out->HighWatermark,
-			(int32_t)(max > 0 ? max : 0), used == 0, &s);
+	err = part_read(part, in->FetchOffset, fetch_upper(rq->b, f, part, out), (int32_t)(max > 0 ? max : 0),
+			used == 0, &s);
 	if (err) {
 		out->ErrorCode = err == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : KERR_KAFKA_STORAGE_ERROR;
 		return 0;
@@ -257,13 +279,16 @@ static int64_t fetch_fill(struct req *rq, const struct FetchRequest *f, struct F
 	for (int32_t i = 0; i < resp->Responses.n; i++) {
 		const struct FetchRequestTopic *it = &f->Topics.v[i];
 		struct FetchResponseTopic *ot = &resp->Responses.v[i];
-		struct topic *t = registry_find(rq->b->reg, it->Topic);
+		bool allowed = authz_fetch(rq, f->ReplicaId, it->Topic);
+		struct topic *t = allowed ? registry_find(rq->b->reg, it->Topic) : NULL;
 
 		for (int32_t j = 0; j < ot->Partitions.n; j++) {
 			bytes += fetch_partition(rq, f, t, &it->Partitions.v[j], &ot->Partitions.v[j], bytes);
 			if (!t) /* cluster mode: led elsewhere? */
 				ot->Partitions.v[j].ErrorCode =
-					registry_missing_error(rq->b->reg, it->Topic, it->Partitions.v[j].Partition);
+					allowed ? registry_missing_error(rq->b->reg, it->Topic,
+									 it->Partitions.v[j].Partition)
+						: KERR_TOPIC_AUTHORIZATION_FAILED;
 		}
 	}
 	fetch_fix_conv(rq, resp);

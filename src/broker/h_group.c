@@ -4,12 +4,21 @@
  * ListGroups, DeleteGroups, OffsetDelete.
  *
  * The handlers translate between the wire structs and the coordinator
- * (coord/group.h); this broker is the coordinator of every group.  The
- * internal topic __consumer_offsets is created on the first group request
- * (as Kafka does on the first FindCoordinator), with
+ * (coord/group.h).  On a single node this broker is the coordinator of
+ * every group: the internal topic __consumer_offsets is created on the
+ * first group request (as Kafka does on the first FindCoordinator), with
  * offsets.topic.num.partitions partitions, cleanup.policy=compact and no
  * time retention (compaction is not implemented, so retention must not
  * delete the latest offsets), and read back at start-up.
+ *
+ * In cluster mode the first FindCoordinator that needs the topic writes it
+ * to ZooKeeper like any topic (replication factor
+ * offsets.topic.replication.factor, clamped to the live brokers), and a
+ * group's coordinator is the leader of its partition
+ * (coord_partition_for()): the broker loads a partition's groups when it
+ * becomes its leader and forgets them when it stops (groups_on_role), and
+ * an OffsetCommit is answered once the partition's high watermark covers
+ * it, as an acks=all produce (replica.h).
  *
  * JoinGroup and SyncGroup park until the coordinator answers through
  * h_group_join_done / h_group_sync_done (possibly before group_join()
@@ -22,15 +31,20 @@
 #include <string.h>
 #include <strings.h>
 
+#include "broker/authz.h"
 #include "broker/broker.h"
 #include "broker/creator.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/registry.h"
+#include "broker/replica.h"
 #include "broker/syncer.h"
+#include "broker/topic_zk.h"
 #include "cluster/cluster.h"
+#include "cluster/mcache.h"
 #include "coord/group.h"
 #include "coord/group_store.h"
+#include "coord/txn_store.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -104,6 +118,8 @@ static struct part *h_group_offsets_part(void *arg, int32_t partition)
 	return t ? registry_part(t, partition) : NULL;
 }
 
+static int h_group_attach_cluster(struct broker *b);
+
 /*
  * Opens __consumer_offsets and loads the groups.  -EAGAIN while the topic
  * is being made (begun here when create, off the event loop: creator.h):
@@ -118,6 +134,8 @@ static int h_group_attach(struct broker *b, bool create)
 	char segment[24], err_msg[256];
 	int err = 0;
 
+	if (b->cluster)
+		return h_group_attach_cluster(b);
 	if (!t && !create)
 		return 0;
 	if (!t) {
@@ -145,6 +163,37 @@ static int h_group_attach(struct broker *b, bool create)
 	return group_coord_attach(b->groups, &(struct coord_topic){ h_group_offsets_part, b, t->nparts });
 }
 
+/* Cluster mode: attaches once the topic is here and its partition count known; then takes the roles held. */
+static int h_group_attach_cluster(struct broker *b)
+{
+	struct topic *t = registry_find(b->reg, KSTR(GROUP_TOPIC));
+	const struct mcache_topic *mt =
+		b->mcache ? mcache_topic(b->mcache, GROUP_TOPIC, sizeof(GROUP_TOPIC) - 1) : NULL;
+	int err;
+
+	if (!t || t->creating || !mt || mt->nparts < 1)
+		return -EAGAIN; /* the controller's LeaderAndIsr and UpdateMetadata make and name it */
+	err = group_coord_attach_unowned(b->groups, &(struct coord_topic){ h_group_offsets_part, b, mt->nparts });
+	for (int32_t p = 0; !err && p < mt->nparts; p++) {
+		struct replica *r = replica_find(b, GROUP_TOPIC, p);
+
+		if (r && r->leader == b->node_id && r->applied_epoch == r->leader_epoch)
+			group_coord_set_leader(b->groups, p, true);
+	}
+	return err;
+}
+
+void groups_on_role(struct broker *b, const char *topic, int32_t partition, bool leader)
+{
+	if (!b->groups || strcmp(topic, GROUP_TOPIC) != 0)
+		return;
+	if (!group_coord_attached(b->groups)) {
+		h_group_attach_cluster(b); /* takes every role held, this one too */
+		return;
+	}
+	group_coord_set_leader(b->groups, partition, leader);
+}
+
 int groups_start(struct broker *b)
 {
 	static const struct group_coord_ops ops = { h_group_join_done, h_group_sync_done };
@@ -158,7 +207,13 @@ int groups_start(struct broker *b)
 	};
 	int err = group_coord_new(b->loop, &gcfg, &ops, &b->groups);
 
-	return err ? err : h_group_attach(b, false);
+	if (!err)
+		err = replica_on_role(groups_on_role);
+	/* b->cluster is made later (server_cluster_start): a restarted cluster broker must not load
+	 * every partition of its local replica and coordinate them all, so tell the mode by the config */
+	if (!err && !b->cfg.zookeeper_connect)
+		err = h_group_attach(b, false);
+	return err; /* cluster mode: attached once the controller named the topic's leaders */
 }
 
 void groups_stop(struct broker *b)
@@ -179,7 +234,14 @@ struct group_coord *groups_coord(struct broker *b)
 
 int32_t groups_partition_for(struct broker *b, struct kstr group)
 {
-	struct group_coord *gc = groups_coord(b); /* begins making the topic if needed */
+	const struct mcache_topic *mt =
+		b->cluster && b->mcache ? mcache_topic(b->mcache, GROUP_TOPIC, sizeof(GROUP_TOPIC) - 1) : NULL;
+	struct group_coord *gc;
+
+	if (b->cluster && b->mcache) /* the group's coordinator may be elsewhere; the topic made as configured */
+		return coord_partition_for(group,
+					   mt && mt->nparts > 0 ? mt->nparts : b->cfg.offsets_topic_num_partitions);
+	gc = groups_coord(b); /* begins making the topic if needed */
 	struct topic *t = gc ? NULL : registry_find(b->reg, KSTR(GROUP_TOPIC));
 
 	if (gc)
@@ -196,10 +258,14 @@ static struct group_coord *h_group_coord(struct req *rq)
 
 static int16_t h_group_find_one(struct req *rq, struct kstr key, int8_t key_type)
 {
+	int16_t err;
+
 	if (key_type != 0 && key_type != 1)
 		return KERR_INVALID_REQUEST;
 	if (!key.p)
 		return KERR_INVALID_REQUEST;
+	if ((err = authz_coordinator_kerr(rq, key, key_type)))
+		return err;
 	if (key_type == 0 && !h_group_coord(rq))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	if (key_type == 1 && !txns_coord_ready(rq->b))
@@ -208,22 +274,77 @@ static int16_t h_group_find_one(struct req *rq, struct kstr key, int8_t key_type
 }
 
 /*
- * Where key's coordinator is: this broker, or in cluster mode for a group
- * the live broker (sorted by id) its hash picks, as Kafka picks the
- * partition of __consumer_offsets; that broker's own __consumer_offsets
- * keeps the group (docs/cluster.md).  Transactional ids stay here.
+ * Cluster mode: the internal topic holding the coordinators of key_type (0
+ * groups, 1 transactional ids), as Kafka makes it on the first
+ * FindCoordinator that needs it.
+ */
+static void h_group_find_create(struct req *rq, int8_t key_type)
+{
+	const struct broker_cfg *cfg = &rq->b->cfg;
+
+	if (key_type == 0)
+		topic_zk_create_internal(rq, GROUP_TOPIC, cfg->offsets_topic_num_partitions,
+					 cfg->offsets_topic_replication_factor, 0, cfg->offsets_topic_segment_bytes);
+	else
+		topic_zk_create_internal(rq, TXN_STORE_TOPIC, cfg->transaction_state_log_num_partitions,
+					 cfg->transaction_state_log_replication_factor,
+					 cfg->transaction_state_log_min_isr, cfg->transaction_state_log_segment_bytes);
+}
+
+/*
+ * Cluster mode: the broker leading the partition of key (a group in
+ * __consumer_offsets, a transactional id in __transaction_state), as the
+ * metadata cache names it; the topic is written to ZooKeeper by the first
+ * FindCoordinator that finds it missing (at most once a second per topic
+ * from one broker).  OUT *cb on KERR_NONE.
+ */
+static int16_t h_group_find_leader(struct req *rq, struct kstr key, int8_t key_type, const struct cluster_broker **cb)
+{
+	static int64_t asked_ms[2] = { -1, -1 };
+	const char *topic = key_type == 0 ? GROUP_TOPIC : TXN_STORE_TOPIC;
+	const struct mcache_topic *mt = mcache_topic(rq->b->mcache, topic, (int32_t)strlen(topic));
+	const struct cluster_broker *v;
+	int32_t leader;
+	int16_t err;
+	int n;
+
+	if ((err = authz_coordinator_kerr(rq, key, key_type)))
+		return err;
+	if (!mt && (asked_ms[key_type] < 0 || clock_mono_ms() - asked_ms[key_type] >= 1000)) {
+		asked_ms[key_type] = clock_mono_ms();
+		h_group_find_create(rq, key_type);
+	}
+	if (!mt || mt->nparts < 1)
+		return KERR_COORDINATOR_NOT_AVAILABLE;
+	leader = mt->parts[coord_partition_for(key, mt->nparts)].leader;
+	n = cluster_brokers(rq->b->cluster, &v);
+	for (int i = 0; leader >= 0 && i < n; i++)
+		if (v[i].id == leader) {
+			*cb = &v[i];
+			return KERR_NONE;
+		}
+	return KERR_COORDINATOR_NOT_AVAILABLE; /* no leader, or not registered (yet) */
+}
+
+/*
+ * Where key's coordinator is: this broker, or in cluster mode the leader
+ * of the key's partition of __consumer_offsets (a group) or
+ * __transaction_state (a transactional id) (docs/cluster.md).
  */
 static int16_t h_group_find(struct req *rq, struct kstr key, int8_t key_type, int32_t *node, struct kstr *host,
 			    int32_t *port)
 {
 	const struct cluster_broker *cb = NULL;
-	int n = rq->b->cluster && key_type == 0 && key.p ? cluster_brokers(rq->b->cluster, &cb) : 0;
 	int16_t err = KERR_NONE;
 
-	if (n > 0) {
-		cb += group_store_partition_for(key, n);
-		if (cb->id == rq->b->node_id)
-			cb = NULL;
+	if (rq->b->cluster && rq->b->mcache && (key_type == 0 || key_type == 1) && key.p) {
+		err = h_group_find_leader(rq, key, key_type, &cb);
+		if (err) {
+			*node = -1;
+			*host = KSTR("");
+			*port = -1;
+			return err;
+		}
 	}
 	if (!cb)
 		err = h_group_find_one(rq, key, key_type);
@@ -296,8 +417,9 @@ int h_join_group(struct req *rq, const void *in, void *out)
 		.require_known_member_id = rq->hdr.api_version >= 4,
 	};
 
-	if (!gc) {
-		((struct JoinGroupResponse *)out)->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+	if (!gc || authz_group_kerr(rq, j->GroupId, ACL_OP_READ)) {
+		((struct JoinGroupResponse *)out)->ErrorCode =
+			gc ? KERR_GROUP_AUTHORIZATION_FAILED : KERR_COORDINATOR_NOT_AVAILABLE;
 		((struct JoinGroupResponse *)out)->ProtocolName = KSTR("");
 		return H_REPLY;
 	}
@@ -324,8 +446,9 @@ int h_sync_group(struct req *rq, const void *in, void *out)
 		.generation = s->GenerationId,
 	};
 
-	if (!gc) {
-		((struct SyncGroupResponse *)out)->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+	if (!gc || authz_group_kerr(rq, s->GroupId, ACL_OP_READ)) {
+		((struct SyncGroupResponse *)out)->ErrorCode =
+			gc ? KERR_GROUP_AUTHORIZATION_FAILED : KERR_COORDINATOR_NOT_AVAILABLE;
 		return H_REPLY;
 	}
 	a.nassignments = s->Assignments.n > 0 ? s->Assignments.n : 0;
@@ -345,7 +468,7 @@ int h_heartbeat(struct req *rq, const void *in, void *out)
 
 	if (!h->GroupId.p || h->GroupId.len == 0)
 		resp->ErrorCode = KERR_INVALID_GROUP_ID;
-	else
+	else if (!(resp->ErrorCode = authz_group_kerr(rq, h->GroupId, ACL_OP_READ)))
 		resp->ErrorCode = gc ? group_heartbeat(gc, h->GroupId, h->MemberId, h->GroupInstanceId, h->GenerationId)
 				     : KERR_COORDINATOR_NOT_AVAILABLE;
 	return H_REPLY;
@@ -361,6 +484,8 @@ int h_leave_group(struct req *rq, const void *in, void *out)
 		resp->ErrorCode = gc ? KERR_INVALID_GROUP_ID : KERR_COORDINATOR_NOT_AVAILABLE;
 		return H_REPLY;
 	}
+	if ((resp->ErrorCode = authz_group_kerr(rq, l->GroupId, ACL_OP_READ)))
+		return H_REPLY;
 	if (rq->hdr.api_version < 3) {
 		resp->ErrorCode = group_leave(gc, l->GroupId, l->MemberId, KSTR_NULL);
 		return H_REPLY;
@@ -409,6 +534,24 @@ static void h_group_commit_fail(struct req *rq)
 				resp->Topics.v[i].Partitions.v[j].ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
 }
 
+/*
+ * Cluster mode: the commits are answered once the high watermark of their
+ * __consumer_offsets partition passes need, as an acks=all produce.
+ */
+static int h_group_commit_wait(struct req *rq, int32_t partition, int64_t need, uint64_t ticket)
+{
+	struct OffsetCommitResponse *resp = rq->out;
+
+	for (int32_t i = 0; i < resp->Topics.n; i++)
+		for (int32_t j = 0; j < resp->Topics.v[i].Partitions.n; j++)
+			if (resp->Topics.v[i].Partitions.v[j].ErrorCode == KERR_NONE)
+				replica_wait_add(rq, KSTR(GROUP_TOPIC), partition, need,
+						 &resp->Topics.v[i].Partitions.v[j].ErrorCode, true);
+	if (!rq->hold)
+		return park_until_synced(rq, ticket, h_group_commit_fail);
+	return replica_park(rq, ticket, rq->b->cfg.offsets_commit_timeout_ms, h_group_commit_fail);
+}
+
 /* Validates each partition; collects the acceptable ones into offs (OUT: count). */
 static int h_group_commit_collect(struct req *rq, const struct OffsetCommitRequest *c,
 				  struct OffsetCommitResponse *resp, struct group_offset *offs)
@@ -424,6 +567,10 @@ static int h_group_commit_collect(struct req *rq, const struct OffsetCommitReque
 			const struct OffsetCommitRequestPartition *ip = &it->Partitions.v[j];
 			struct group_offset *o = &offs[n];
 
+			if (!authz_topic(rq, it->Name, ACL_OP_READ)) {
+				resp->Topics.v[i].Partitions.v[j].ErrorCode = KERR_TOPIC_AUTHORIZATION_FAILED;
+				continue;
+			}
 			if (!name || !registry_part_known(rq->b->reg, it->Name, ip->PartitionIndex)) {
 				resp->Topics.v[i].Partitions.v[j].ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
@@ -459,6 +606,8 @@ int h_offset_commit(struct req *rq, const void *in, void *out)
 	int n, total = 0;
 
 	if (!err)
+		err = authz_group_kerr(rq, c->GroupId, ACL_OP_READ);
+	if (!err)
 		err = group_commit_check(gc, c->GroupId, c->MemberId, c->GroupInstanceId, c->GenerationIdOrMemberEpoch,
 					 &grp);
 	h_group_commit_shape(rq, c, resp, err);
@@ -474,6 +623,9 @@ int h_offset_commit(struct req *rq, const void *in, void *out)
 	}
 	if (part && park_sync_on_ack(&rq->b->cfg))
 		ticket = syncer_want(rq->b->syncer, part);
+	if (part && rq->b->repl)
+		return h_group_commit_wait(rq, group_coord_partition(gc, c->GroupId), part_log_end_offset(part),
+					   ticket);
 	return park_until_synced(rq, ticket, h_group_commit_fail);
 }
 
@@ -615,6 +767,14 @@ static void h_group_fetch_v8(struct req *rq, struct group_coord *gc, const struc
 	}
 }
 
+/* OffsetFetch and DescribeGroups of one group: may it be read, here? */
+static int16_t h_group_read_kerr(struct req *rq, struct group_coord *gc, struct kstr group_id)
+{
+	int16_t err = gc ? authz_group_kerr(rq, group_id, ACL_OP_DESCRIBE) : KERR_COORDINATOR_NOT_AVAILABLE;
+
+	return err ? err : group_coord_owner_kerr(gc, group_id);
+}
+
 int h_offset_fetch(struct req *rq, const void *in, void *out)
 {
 	const struct OffsetFetchRequest *f = in;
@@ -622,20 +782,19 @@ int h_offset_fetch(struct req *rq, const void *in, void *out)
 	struct group_coord *gc = h_group_coord(rq);
 
 	if (rq->hdr.api_version < 8) {
-		if (gc)
+		resp->ErrorCode = h_group_read_kerr(rq, gc, f->GroupId);
+		if (!resp->ErrorCode)
 			h_group_fetch_v0(rq, gc, f, resp);
-		else
-			resp->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
 		return H_REPLY;
 	}
 	resp->Groups.n = f->Groups.n > 0 ? f->Groups.n : 0;
 	resp->Groups.v = req_alloc(rq, (size_t)resp->Groups.n, sizeof(*resp->Groups.v));
 	for (int32_t i = 0; i < resp->Groups.n; i++) {
 		OffsetFetchResponseGroup_init(&resp->Groups.v[i]);
-		if (gc)
+		resp->Groups.v[i].GroupId = f->Groups.v[i].GroupId;
+		resp->Groups.v[i].ErrorCode = h_group_read_kerr(rq, gc, f->Groups.v[i].GroupId);
+		if (!resp->Groups.v[i].ErrorCode)
 			h_group_fetch_v8(rq, gc, &f->Groups.v[i], f->RequireStable, &resp->Groups.v[i]);
-		else
-			resp->Groups.v[i].ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	return H_REPLY;
 }
@@ -651,9 +810,11 @@ static void h_group_describe_one(struct req *rq, struct group_coord *gc, struct 
 
 	DescribeGroupsResponseGroup_init(og);
 	og->GroupId = id;
-	og->AuthorizedOperations = ops ? GROUP_AUTHORIZED_OPS : INT32_MIN;
+	og->AuthorizedOperations = ops ? authz_ops(rq, ACL_RES_GROUP, id, GROUP_AUTHORIZED_OPS) : INT32_MIN;
 	if (!gc)
 		og->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+	else if ((og->ErrorCode = h_group_read_kerr(rq, gc, id)))
+		return;
 	if (!grp) { /* Kafka: an unknown group is described as Dead, without an error */
 		og->GroupState = kstr_c(group_state_name(GROUP_DEAD));
 		return;
@@ -716,7 +877,7 @@ int h_list_groups(struct req *rq, const void *in, void *out)
 		const char *state = group_state_name(group_state(groups[i]));
 		struct ListGroupsResponseGroup *og = &resp->Groups.v[resp->Groups.n];
 
-		if (!h_group_state_wanted(l, state))
+		if (!h_group_state_wanted(l, state) || !authz_list_group(rq, group_name(groups[i])))
 			continue;
 		og->GroupId = group_name(groups[i]);
 		og->ProtocolType = kstr_c(group_protocol_type(groups[i]) ? group_protocol_type(groups[i]) : "");
@@ -738,8 +899,9 @@ int h_delete_groups(struct req *rq, const void *in, void *out)
 		struct part *part;
 
 		resp->Results.v[i].GroupId = d->GroupsNames.v[i];
-		resp->Results.v[i].ErrorCode =
-			gc ? group_delete(gc, d->GroupsNames.v[i], &part) : KERR_COORDINATOR_NOT_AVAILABLE;
+		resp->Results.v[i].ErrorCode = !gc ? KERR_COORDINATOR_NOT_AVAILABLE
+					       : authz_group_kerr(rq, d->GroupsNames.v[i], ACL_OP_DELETE)
+						       ?: group_delete(gc, d->GroupsNames.v[i], &part);
 	}
 	return H_REPLY;
 }
@@ -764,7 +926,9 @@ static int h_group_offset_delete_collect(struct req *rq, struct group *grp, cons
 			int32_t p = it->Partitions.v[j].PartitionIndex;
 
 			ot->Partitions.v[j].PartitionIndex = p;
-			if (!registry_part_known(rq->b->reg, it->Name, p))
+			if (!authz_topic(rq, it->Name, ACL_OP_READ))
+				ot->Partitions.v[j].ErrorCode = KERR_TOPIC_AUTHORIZATION_FAILED;
+			else if (!registry_part_known(rq->b->reg, it->Name, p))
 				ot->Partitions.v[j].ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			else if (subscribed)
 				ot->Partitions.v[j].ErrorCode = KERR_GROUP_SUBSCRIBED_TO_TOPIC;
@@ -787,7 +951,8 @@ int h_offset_delete(struct req *rq, const void *in, void *out)
 	struct part *part;
 	int total = 0, n;
 
-	resp->ErrorCode = gc ? group_offset_delete_check(grp) : KERR_COORDINATOR_NOT_AVAILABLE;
+	resp->ErrorCode = !gc ? KERR_COORDINATOR_NOT_AVAILABLE
+			      : authz_group_kerr(rq, d->GroupId, ACL_OP_DELETE) ?: group_offset_delete_check(grp);
 	if (resp->ErrorCode)
 		return H_REPLY;
 	for (int32_t i = 0; i < d->Topics.n; i++)

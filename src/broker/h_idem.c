@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "broker/authz.h"
 #include "broker/broker.h"
 #include "broker/handlers.h"
 #include "cluster/cluster.h"
@@ -39,15 +40,12 @@ static struct pid_alloc *idem_pids; /* opened on first use, lives as long as the
 static struct pid_alloc *idem_pid_alloc(struct broker *b)
 {
 	char dir[PATH_MAX];
-	size_t n = strcspn(b->cfg.log_dirs, ",");
 	int rc;
 
 	if (idem_pids)
 		return idem_pids;
-	if (n >= sizeof(dir))
+	if (config_first_log_dir(&b->cfg, dir, sizeof(dir)))
 		return NULL;
-	memcpy(dir, b->cfg.log_dirs, n);
-	dir[n] = '\0';
 	rc = pid_open(dir, &idem_pids);
 	if (rc) {
 		log_error("cannot open the producer id allocator in '%s': %s", dir, strerror(-rc));
@@ -90,10 +88,12 @@ int h_init_producer_id(struct req *rq, const void *in, void *out)
 	struct InitProducerIdResponse *resp = out;
 	struct pid_alloc *pa;
 
-	if (req->TransactionalId.len > 0)
-		return txn_init_producer_id(rq, req, resp);
 	resp->ProducerId = -1;
 	resp->ProducerEpoch = -1;
+	if ((resp->ErrorCode = authz_init_producer_id(rq, req->TransactionalId)))
+		return H_REPLY;
+	if (req->TransactionalId.len > 0)
+		return txn_init_producer_id(rq, req, resp);
 	if (req->TransactionalId.len == 0 || (req->ProducerId == -1) != (req->ProducerEpoch == -1)) {
 		resp->ErrorCode = KERR_INVALID_REQUEST;
 		return H_REPLY;

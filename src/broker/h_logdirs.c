@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "broker/authz.h"
 #include "broker/broker.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
@@ -158,6 +159,8 @@ int h_describe_log_dirs(struct req *rq, const void *in_, void *out_)
 	struct logdirs_tp *tps;
 	int32_t n;
 
+	if ((out->ErrorCode = authz_cluster_kerr(rq, ACL_OP_DESCRIBE)))
+		return H_REPLY;
 	DescribeLogDirsResult_init(res);
 	out->Results.v = res;
 	out->Results.n = 1;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker/authz.h"
 #include "broker/broker.h"
 #include "broker/creator.h"
 #include "broker/handlers.h"
@@ -163,7 +164,8 @@ bool autocreate_wanted(struct req *rq, struct kstr name)
 	const struct broker *b = rq->b;
 
 	return b->cfg.auto_create_topics_enable && topic_name_valid(name) && !topic_name_internal(name) &&
-	       !registry_find(b->reg, name) && !(b->mcache && mcache_topic(b->mcache, name.p, name.len));
+	       !registry_find(b->reg, name) && !(b->mcache && mcache_topic(b->mcache, name.p, name.len)) &&
+	       authz_create_topic(rq, name);
 }
 
 void autocreate_begin(struct req *rq, struct kstr name, struct autocreate **w)
@@ -207,6 +209,9 @@ void autocreate_begin(struct req *rq, struct kstr name, struct autocreate **w)
  */
 static int16_t metadata_lookup(struct req *rq, const struct MetadataRequest *mreq, struct kstr name, struct topic **out)
 {
+	*out = NULL;
+	if (!authz_topic(rq, name, ACL_OP_DESCRIBE))
+		return KERR_TOPIC_AUTHORIZATION_FAILED;
 	*out = registry_find(rq->b->reg, name);
 	if (*out)
 		return KERR_NONE;
@@ -250,7 +255,7 @@ static void metadata_cached_topic(struct req *rq, const struct mcache_topic *t, 
 
 /*
  * Cluster mode: every topic of the cluster from the metadata cache, and
- * the internal topics this broker holds (they stay per broker).
+ * the internal topics this broker holds that the cache does not name (yet).
  */
 static void metadata_cached_topics(struct req *rq, const struct MetadataRequest *mreq, struct MetadataResponse *resp)
 {
@@ -262,11 +267,14 @@ static void metadata_cached_topics(struct req *rq, const struct MetadataRequest 
 
 	resp->Topics.v = req_alloc(rq, (size_t)n, sizeof(*resp->Topics.v));
 	for (int32_t i = 0; i < (all ? mc->ntopics : 0); i++) {
+		if (!authz_topic(rq, kstr_c(mc->topics[i].name), ACL_OP_DESCRIBE))
+			continue;
 		MetadataResponseTopic_init(&resp->Topics.v[resp->Topics.n]);
 		metadata_cached_topic(rq, &mc->topics[i], &resp->Topics.v[resp->Topics.n++]);
 	}
 	for (int i = 0; all && i < nlocal; i++)
-		if (local[i]->internal) {
+		if (local[i]->internal && !mcache_topic(mc, local[i]->name, (int32_t)strlen(local[i]->name)) &&
+		    authz_topic(rq, kstr_c(local[i]->name), ACL_OP_DESCRIBE)) {
 			MetadataResponseTopic_init(&resp->Topics.v[resp->Topics.n]);
 			metadata_topic(rq, local[i], &resp->Topics.v[resp->Topics.n++]);
 		}
@@ -277,7 +285,7 @@ static void metadata_cached_topics(struct req *rq, const struct MetadataRequest 
 
 		MetadataResponseTopic_init(mt);
 		mt->Name = mreq->Topics.v[i].Name;
-		if (ct) {
+		if (ct && authz_topic(rq, mt->Name, ACL_OP_DESCRIBE)) {
 			metadata_cached_topic(rq, ct, mt);
 			continue;
 		}
@@ -297,11 +305,13 @@ static void metadata_topics(struct req *rq, const struct MetadataRequest *mreq, 
 	int32_t n = all ? ntopics : mreq->Topics.n;
 
 	resp->Topics.v = req_alloc(rq, (size_t)n, sizeof(*resp->Topics.v));
-	resp->Topics.n = n;
 	for (int32_t i = 0; i < n; i++) {
-		struct MetadataResponseTopic *mt = &resp->Topics.v[i];
+		struct MetadataResponseTopic *mt = &resp->Topics.v[resp->Topics.n];
 		struct topic *t = all ? topics[i] : NULL;
 
+		if (all && !authz_topic(rq, kstr_c(t->name), ACL_OP_DESCRIBE))
+			continue; /* hidden from a principal that may not describe it */
+		resp->Topics.n++;
 		MetadataResponseTopic_init(mt);
 		if (!all) {
 			mt->Name = mreq->Topics.v[i].Name;
@@ -388,15 +398,18 @@ static void metadata_brokers(struct req *rq, struct MetadataResponse *resp)
 /*
  * DescribeCluster v0: the same brokers, controller and cluster id as
  * Metadata.  The cluster's authorized operations are computed only when
- * asked for; without ACLs every operation is allowed.
+ * asked for (every operation without an authorizer).
  */
 int h_describe_cluster(struct req *rq, const void *in, void *out)
 {
 	const struct DescribeClusterRequest *dreq = in;
 	struct DescribeClusterResponse *resp = out;
 	struct meta_node *v;
-	int n = meta_nodes(rq, &v);
+	int n;
 
+	if ((resp->ErrorCode = authz_cluster_kerr(rq, ACL_OP_DESCRIBE)))
+		return H_REPLY;
+	n = meta_nodes(rq, &v);
 	resp->ClusterId = kstr_c(meta_cluster_id(rq->b));
 	resp->ControllerId = meta_controller_id(rq->b);
 	resp->Brokers.n = n;
@@ -412,7 +425,8 @@ int h_describe_cluster(struct req *rq, const void *in, void *out)
 			db->Rack = kstr_c(v[i].rack);
 	}
 	if (dreq->IncludeClusterAuthorizedOperations)
-		resp->ClusterAuthorizedOperations = CLUSTER_OPS_ALL;
+		resp->ClusterAuthorizedOperations =
+			authz_ops(rq, ACL_RES_CLUSTER, KSTR(ACL_CLUSTER_NAME), CLUSTER_OPS_ALL);
 	return H_REPLY;
 }
 

@@ -6,6 +6,7 @@
  */
 #include <stdint.h>
 
+#include "broker/authz.h"
 #include "broker/broker.h"
 #include "broker/handlers.h"
 #include "broker/registry.h"
@@ -96,7 +97,8 @@ int h_list_offsets(struct req *rq, const void *in, void *out)
 	for (int32_t i = 0; i < resp->Topics.n; i++) {
 		const struct ListOffsetsRequestTopic *it = &lreq->Topics.v[i];
 		struct ListOffsetsResponseTopic *ot = &resp->Topics.v[i];
-		struct topic *t = registry_find(rq->b->reg, it->Name);
+		bool allowed = authz_topic(rq, it->Name, ACL_OP_DESCRIBE);
+		struct topic *t = allowed ? registry_find(rq->b->reg, it->Name) : NULL;
 
 		ot->Name = it->Name;
 		ot->Partitions.n = it->Partitions.n > 0 ? it->Partitions.n : 0;
@@ -108,8 +110,10 @@ int h_list_offsets(struct req *rq, const void *in, void *out)
 				list_offsets_partition(rq, lreq->IsolationLevel, t, &it->Partitions.v[j],
 						       &ot->Partitions.v[j]);
 			if (!t) /* cluster mode: led elsewhere? */
-				ot->Partitions.v[j].ErrorCode = registry_missing_error(
-					rq->b->reg, it->Name, it->Partitions.v[j].PartitionIndex);
+				ot->Partitions.v[j].ErrorCode =
+					allowed ? registry_missing_error(rq->b->reg, it->Name,
+									 it->Partitions.v[j].PartitionIndex)
+						: KERR_TOPIC_AUTHORIZATION_FAILED;
 		}
 	}
 	return H_REPLY;

@@ -22,11 +22,17 @@
  *
  * Transactions (KIP-890 part 1): a transactional batch is appended only
  * if the transaction coordinator has added this partition to the
- * producer's ongoing transaction (txns_verify_produce), unless the
- * partition already holds that producer's open transaction at that
- * epoch.  A stray transactional batch would otherwise open a
+ * producer's ongoing transaction (broker/txn_verify.h: a coordinator on
+ * another broker is asked first, the request waiting for the answer),
+ * unless the partition already holds that producer's open transaction at
+ * that epoch.  A stray transactional batch would otherwise open a
  * transaction no coordinator will ever end, and hold the last stable
  * offset (and every read_committed consumer) at it for good.
+ *
+ * Replication (cluster mode): acks=all to a partition with other in-sync
+ * replicas is answered once the high watermark (the durable end of every
+ * ISR member) passes its batch, NOT_ENOUGH_REPLICAS before the append if
+ * the ISR is smaller than min.insync.replicas (broker/replica.h).
  *
  * Produce v0-v2 may carry the legacy message formats 0/1: produce_convert
  * turns them into one v2 batch first (proto/msgset.h), as Kafka 3.x does.
@@ -35,14 +41,17 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "broker/authz.h"
 #include "broker/broker.h"
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/produce_check.h"
 #include "broker/registry.h"
+#include "broker/replica.h"
 #include "broker/stats.h"
 #include "broker/syncer.h"
+#include "broker/txn_verify.h"
 #include "log/partition.h"
 #include "log/pstate.h"
 #include "proto/codec.h"
@@ -140,19 +149,56 @@ static void produce_idem_warn(struct req *rq, const struct topic *t, int32_t par
 		 t->name, partition, why, (long long)h->producer_id, h->producer_epoch, h->base_sequence);
 }
 
+/* The partition holds h's producer's open transaction at h's epoch: verified when its first batch was appended. */
+static bool produce_txn_open(struct part *part, const struct batch_hdr *h)
+{
+	const struct pstate_entry *e = pstate_find(part_pstate(part), h->producer_id);
+
+	return e && e->epoch == h->producer_epoch && e->txn_first_offset >= 0;
+}
+
 /* KIP-890: a transactional batch h may be appended (else out->ErrorCode is set). */
 static bool produce_txn_verified(struct req *rq, const struct topic *t, struct part *part,
 				 const struct ProduceRequestPartition *in, const struct batch_hdr *h,
 				 struct ProduceResponsePartition *out)
 {
 	const struct ProduceRequest *preq = rq->in;
-	const struct pstate_entry *e = pstate_find(part_pstate(part), h->producer_id);
 
-	if (e && e->epoch == h->producer_epoch && e->txn_first_offset >= 0)
-		return true; /* verified when the transaction's first batch was appended */
-	out->ErrorCode = txns_verify_produce(rq->b, preq->TransactionalId, h->producer_id, h->producer_epoch,
-					     kstr_c(t->name), in->Index);
+	if (produce_txn_open(part, h))
+		return true;
+	out->ErrorCode = txn_verify_produce(rq, preq->TransactionalId, h->producer_id, h->producer_epoch,
+					    kstr_c(t->name), in->Index);
 	return out->ErrorCode == KERR_NONE;
+}
+
+/*
+ * KIP-890, before anything is done: asks the transaction coordinators on
+ * other brokers about every transactional batch the client may write to
+ * a partition led here whose transaction the partition does not hold yet.
+ * H_PARKED if rq waits for their answers (it then runs again from the
+ * start).
+ */
+static int produce_txn_ask(struct req *rq, const struct ProduceRequest *preq)
+{
+	for (int32_t i = 0; i < preq->TopicData.n; i++) {
+		struct kstr name = preq->TopicData.v[i].Name;
+		struct topic *t =
+			authz_produce(rq, preq->TransactionalId, name) ? NULL : registry_find(rq->b->reg, name);
+
+		for (int32_t j = 0; t && j < preq->TopicData.v[i].PartitionData.n; j++) {
+			const struct ProduceRequestPartition *in = &preq->TopicData.v[i].PartitionData.v[j];
+			struct part *part = registry_part(t, in->Index);
+			struct batch_hdr h;
+
+			if (!part || in->Records.len <= 0 ||
+			    records_batch_parse(in->Records.p, (size_t)in->Records.len, &h) || h.producer_id < 0 ||
+			    !records_is_transactional(&h) || records_is_control(&h) || produce_txn_open(part, &h))
+				continue;
+			txn_verify_ask(rq, preq->TransactionalId, h.producer_id, h.producer_epoch, kstr_c(t->name),
+				       in->Index);
+		}
+	}
+	return txn_verify_wait(rq, preq->TimeoutMs);
 }
 
 /*
@@ -244,7 +290,7 @@ static int produce_convert(struct req *rq, struct bytes *rec)
 }
 
 /* Appends one partition's records; returns the fsync ticket needed (0 = none). */
-static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
+static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t, const struct ProduceRequestTopic *pin,
 				  const struct ProduceRequestPartition *in, struct ProduceResponsePartition *out)
 {
 	struct broker *b = rq->b;
@@ -264,8 +310,8 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 		out->ErrorCode = KERR_CORRUPT_MESSAGE;
 		return 0;
 	}
-	if (acks == -1 && t->cfg.min_insync_replicas > 1) {
-		/* the in-sync replica set of a single node is this broker alone (Kafka checks before appending) */
+	if (acks == -1 && replica_isr_size(b, t->name, in->Index) < t->cfg.min_insync_replicas) {
+		/* Kafka checks before appending; a single node's in-sync replica set is this broker alone */
 		out->ErrorCode = KERR_NOT_ENOUGH_REPLICAS;
 		return 0;
 	}
@@ -284,9 +330,14 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 		out->ErrorCode = produce_kerr(err);
 		return 0;
 	}
-	if (!produce_idem_check(rq, t, part, &rin, out, &dup))
-		/* a duplicate is acknowledged like its original: once durable */
+	if (!produce_idem_check(rq, t, part, &rin, out, &dup)) {
+		/* a duplicate is acknowledged like its original: once durable (on every in-sync replica) */
+		if (dup && acks == -1 && replica_acks_all_waits(b, t->name, in->Index)) {
+			replica_wait_add(rq, pin->Name, in->Index, part_log_end_offset(part), &out->ErrorCode, false);
+			return 0;
+		}
 		return dup && acks == -1 && park_sync_on_ack(&b->cfg) ? syncer_want(b->syncer, part) : 0;
+	}
 	err = part_append(part, (uint8_t *)rin.Records.p, (size_t)rin.Records.len, now_ms, &info);
 	if (err) {
 		out->ErrorCode = produce_kerr(err);
@@ -300,6 +351,14 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 	out->BaseOffset = info.base_offset;
 	out->LogAppendTimeMs = t->cfg.message_timestamp_type == CONFIG_TS_LOG_APPEND_TIME ? info.log_append_time : -1;
 	out->LogStartOffset = info.log_start_offset;
+	if (acks == -1 && replica_acks_all_waits(b, t->name, in->Index)) {
+		/* answered once the high watermark (the ISR's durable end) covers it: replica.h */
+		replica_wait_add(rq, pin->Name, in->Index, info.last_offset + 1, &out->ErrorCode, false);
+		if (park_sync_on_ack(&b->cfg))
+			syncer_want(b->syncer, part);
+		part_start_writeback(part, 0);
+		return 0;
+	}
 	if (park_sync_on_ack(&b->cfg)) {
 		uint64_t ticket = syncer_want(b->syncer, part);
 
@@ -317,8 +376,8 @@ static uint64_t produce_partition(struct req *rq, int16_t acks, struct topic *t,
 static uint64_t produce_topic_data(struct req *rq, int16_t acks, const struct ProduceRequestTopic *in,
 				   struct ProduceResponseTopic *out)
 {
-	int16_t kerr;
-	struct topic *t = produce_topic(rq->b, in->Name, &kerr);
+	int16_t kerr = authz_produce(rq, ((const struct ProduceRequest *)rq->in)->TransactionalId, in->Name);
+	struct topic *t = kerr ? NULL : produce_topic(rq->b, in->Name, &kerr);
 	uint64_t ticket = 0;
 
 	out->Name = in->Name;
@@ -338,7 +397,7 @@ static uint64_t produce_topic_data(struct req *rq, int16_t acks, const struct Pr
 						: kerr;
 			continue;
 		}
-		tk = produce_partition(rq, acks, t, &in->PartitionData.v[i], op);
+		tk = produce_partition(rq, acks, t, in, &in->PartitionData.v[i], op);
 		ticket = tk > ticket ? tk : ticket;
 	}
 	return ticket;
@@ -381,6 +440,8 @@ int h_produce(struct req *rq, const void *in, void *out)
 		autocreate_begin(rq, preq->TopicData.v[i].Name, &w);
 	if (w)
 		return H_PARKED; /* run again once they are made (off the loop) */
+	if (produce_txn_ask(rq, preq) == H_PARKED)
+		return H_PARKED; /* run again once the coordinators answered */
 
 	resp->Responses.n = preq->TopicData.n > 0 ? preq->TopicData.n : 0;
 	resp->Responses.v = req_alloc(rq, (size_t)resp->Responses.n, sizeof(*resp->Responses.v));
@@ -408,6 +469,8 @@ int h_produce(struct req *rq, const void *in, void *out)
 	}
 	if (preq->Acks == 0)
 		return H_NOREPLY;
+	if (rq->hold) /* partitions with other in-sync replicas: replica_wait_add */
+		return replica_park(rq, ticket, preq->TimeoutMs, produce_fail_sync);
 	return park_until_synced_within(rq, ticket, produce_fail_sync, preq->TimeoutMs, produce_timed_out);
 }
 

@@ -8,16 +8,22 @@
  * value that is not positive (or, for a byte rate, not a whole number)
  * gets INVALID_REQUEST and changes nothing of that entry.  The settings
  * are written to disk before the answer; when that fails every entry gets
- * KAFKA_STORAGE_ERROR and nothing changes.
+ * KAFKA_STORAGE_ERROR and nothing changes.  Cluster mode (quota_zk.h):
+ * each entry is written to ZooKeeper before the answer, on its own; one
+ * ZooKeeper did not take gets REQUEST_TIMED_OUT (not connected) or
+ * UNKNOWN_SERVER_ERROR and changes nothing.  DescribeClientQuotas answers
+ * from the cache, which the notifications keep current.
  */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
+#include "broker/authz.h"
 #include "broker/broker.h"
 #include "broker/handlers.h"
 #include "broker/quota.h"
+#include "broker/quota_zk.h"
 #include "proto/kerr.h"
 #include "util/log.h"
 
@@ -88,11 +94,11 @@ static const char *quota_ops_check(const struct AlterClientQuotasOp_array *ops)
 	return NULL;
 }
 
-static void quota_alter_entry(struct req *rq, const struct AlterClientQuotasEntry *in, bool validate,
-			      struct AlterClientQuotasEntryResult *res, bool *changed)
+/* Checks one entry and fills its result; true when its ops are to be applied. */
+static bool quota_alter_entry(struct req *rq, const struct AlterClientQuotasEntry *in, bool validate,
+			      struct AlterClientQuotasEntryResult *res, struct quota_entity *e)
 {
-	struct quota_entity e;
-	const char *why = quota_entity_parse(&in->Entity, &e);
+	const char *why = quota_entity_parse(&in->Entity, e);
 
 	res->Entity.n = in->Entity.n;
 	res->Entity.v = req_alloc(rq, (size_t)in->Entity.n, sizeof(*res->Entity.v));
@@ -102,35 +108,31 @@ static void quota_alter_entry(struct req *rq, const struct AlterClientQuotasEntr
 	}
 	if (!why)
 		why = quota_ops_check(&in->Ops);
-	if (!why && !quota_has(&e) && quota_count() >= QUOTA_ENTRIES_MAX)
+	if (!why && !quota_has(e) && quota_count() >= QUOTA_ENTRIES_MAX)
 		why = "too many quota entities (100000)";
 	if (why) {
 		res->ErrorCode = KERR_INVALID_REQUEST;
 		res->ErrorMessage = req_printf(rq, "%s", why);
-		return;
+		return false;
 	}
-	if (validate)
-		return;
-	for (int32_t i = 0; i < in->Ops.n; i++)
-		quota_set(&e, quota_kind_of(in->Ops.v[i].Key.p, in->Ops.v[i].Key.len), in->Ops.v[i].Value,
-			  in->Ops.v[i].Remove);
-	*changed = *changed || in->Ops.n > 0;
+	return !validate && in->Ops.n > 0;
 }
 
-int h_alter_client_quotas(struct req *rq, const void *in_, void *out_)
+/* Single node: applies each entry's ops here and writes the file; nothing changes if that fails. */
+static void quota_alter_local(struct req *rq, const struct AlterClientQuotasRequest *in,
+			      struct AlterClientQuotasResponse *out, const bool *apply, const struct quota_entity *e)
 {
-	const struct AlterClientQuotasRequest *in = in_;
-	struct AlterClientQuotasResponse *out = out_;
 	struct quota_backup *before = quota_backup();
 	bool changed = false;
 	int rc = 0;
 
-	out->Entries.n = in->Entries.n > 0 ? in->Entries.n : 0;
-	out->Entries.v = req_alloc(rq, (size_t)out->Entries.n, sizeof(*out->Entries.v));
-	for (int32_t i = 0; i < out->Entries.n; i++) {
-		AlterClientQuotasEntryResult_init(&out->Entries.v[i]);
-		quota_alter_entry(rq, &in->Entries.v[i], in->ValidateOnly, &out->Entries.v[i], &changed);
-	}
+	for (int32_t i = 0; i < out->Entries.n; i++)
+		for (int32_t j = 0; apply[i] && j < in->Entries.v[i].Ops.n; j++) {
+			const struct AlterClientQuotasOp *op = &in->Entries.v[i].Ops.v[j];
+
+			quota_set(&e[i], quota_kind_of(op->Key.p, op->Key.len), op->Value, op->Remove);
+			changed = true;
+		}
 	if (changed)
 		rc = quota_save();
 	quota_restore(before, rc != 0); /* not written: not changed */
@@ -143,6 +145,91 @@ int h_alter_client_quotas(struct req *rq, const void *in_, void *out_)
 					req_printf(rq, "cannot write the quotas: %s", strerror(-rc));
 			}
 	}
+}
+
+/* Cluster mode: a request whose entries ZooKeeper is writing, answered when the last is written. */
+struct quota_zk_wait {
+	struct req *rq;
+	int pending;
+	bool in_call; /* the handler has not returned yet */
+};
+
+struct quota_zk_item {
+	struct quota_zk_wait *w;
+	struct AlterClientQuotasEntryResult *res;
+	struct quota_entity e;
+	bool change[QUOTA_KINDS];
+	double values[QUOTA_KINDS]; /* 0: removed */
+};
+
+/* An entry's outcome: the cache takes it at once (the notification brings it again), or an error. */
+static void quota_zk_written(void *arg, int err)
+{
+	struct quota_zk_item *it = arg;
+	struct req *rq = it->w->rq;
+
+	if (err) {
+		it->res->ErrorCode = err == -ENOTCONN ? KERR_REQUEST_TIMED_OUT : KERR_UNKNOWN_SERVER_ERROR;
+		it->res->ErrorMessage = req_printf(rq, "zookeeper did not take the quotas (%s): nothing changed",
+						   err == -ENOTCONN ? "not connected" : strerror(-err));
+	}
+	for (int k = 0; !err && k < QUOTA_KINDS; k++)
+		if (it->change[k])
+			quota_set(&it->e, k, it->values[k], !(it->values[k] > 0));
+	if (--it->w->pending == 0 && !it->w->in_call)
+		req_reply(rq);
+}
+
+/* Cluster mode: writes each entry to ZooKeeper; H_PARKED while any is being written. */
+static int quota_alter_zk(struct req *rq, const struct AlterClientQuotasRequest *in,
+			  struct AlterClientQuotasResponse *out, const bool *apply, const struct quota_entity *e)
+{
+	struct quota_zk_wait *w = req_alloc(rq, 1, sizeof(*w));
+
+	*w = (struct quota_zk_wait){ .rq = rq, .in_call = true };
+	for (int32_t i = 0; i < out->Entries.n; i++) {
+		struct quota_zk_item *it;
+
+		if (!apply[i])
+			continue;
+		it = req_alloc(rq, 1, sizeof(*it));
+		*it = (struct quota_zk_item){ .w = w, .res = &out->Entries.v[i], .e = e[i] };
+		for (int32_t j = 0; j < in->Entries.v[i].Ops.n; j++) {
+			const struct AlterClientQuotasOp *op = &in->Entries.v[i].Ops.v[j];
+			int k = quota_kind_of(op->Key.p, op->Key.len);
+
+			it->change[k] = true;
+			it->values[k] = op->Remove ? 0 : op->Value;
+		}
+		w->pending++;
+		if (quota_zk_write(rq->b, &e[i], it->change, it->values, quota_zk_written, it))
+			quota_zk_written(it, -ENOTCONN); /* counted, so answered like a failed write */
+	}
+	w->in_call = false;
+	return w->pending ? H_PARKED : H_REPLY;
+}
+
+int h_alter_client_quotas(struct req *rq, const void *in_, void *out_)
+{
+	const struct AlterClientQuotasRequest *in = in_;
+	struct AlterClientQuotasResponse *out = out_;
+	int16_t deny = authz_cluster_kerr(rq, ACL_OP_ALTER_CONFIGS);
+	int32_t n = in->Entries.n > 0 ? in->Entries.n : 0;
+	struct quota_entity *e = req_alloc(rq, (size_t)n, sizeof(*e));
+	bool *apply = req_alloc(rq, (size_t)n, sizeof(*apply));
+
+	out->Entries.n = n;
+	out->Entries.v = req_alloc(rq, (size_t)n, sizeof(*out->Entries.v));
+	for (int32_t i = 0; i < n; i++) {
+		AlterClientQuotasEntryResult_init(&out->Entries.v[i]);
+		apply[i] =
+			quota_alter_entry(rq, &in->Entries.v[i], in->ValidateOnly || deny, &out->Entries.v[i], &e[i]);
+		if (deny) /* checked only: nothing changes */
+			out->Entries.v[i].ErrorCode = deny;
+	}
+	if (rq->b->cluster)
+		return quota_alter_zk(rq, in, out, apply, e);
+	quota_alter_local(rq, in, out, apply, e);
 	return H_REPLY;
 }
 
@@ -241,6 +328,10 @@ int h_describe_client_quotas(struct req *rq, const void *in_, void *out_)
 	double vals[QUOTA_KINDS];
 	bool has[QUOTA_KINDS];
 
+	if ((out->ErrorCode = authz_cluster_kerr(rq, ACL_OP_DESCRIBE_CONFIGS))) {
+		out->Entries.n = -1;
+		return H_REPLY;
+	}
 	if (why) {
 		out->ErrorCode = KERR_INVALID_REQUEST;
 		out->ErrorMessage = req_printf(rq, "%s", why);
@@ -260,14 +351,13 @@ int h_describe_client_quotas(struct req *rq, const void *in_, void *out_)
 int quotas_start(struct broker *b)
 {
 	char dir[PATH_MAX];
-	size_t n = strcspn(b->cfg.log_dirs, ",");
-	int rc;
+	int rc = config_first_log_dir(&b->cfg, dir, sizeof(dir));
 
-	if (n >= sizeof(dir))
-		return -ENAMETOOLONG;
-	memcpy(dir, b->cfg.log_dirs, n);
-	dir[n] = '\0';
 	quota_windows_set(b->cfg.quota_window_num, b->cfg.quota_window_size_seconds);
+	if (b->cfg.zookeeper_connect)
+		return 0; /* the quotas are ZooKeeper's, read when the session starts (quota_zk.h) */
+	if (rc)
+		return rc;
 	rc = quota_open(dir);
 	if (rc)
 		log_error("cannot load the client quotas from '%s': %s", dir, strerror(-rc));

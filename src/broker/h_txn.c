@@ -4,21 +4,30 @@
  * DescribeTransactions, ListTransactions.
  *
  * The handlers translate between the wire structs and the coordinator
- * (coord/txn.h); this broker is the coordinator of every transactional id.
- * The internal topic __transaction_state is created on the first
- * transactional request (transaction.state.log.num.partitions partitions,
- * compacted in spirit, no time retention) and replayed at start-up, which
- * also finishes any transaction that was between PrepareCommit/Abort and
- * CompleteCommit/Abort when the broker stopped.
+ * (coord/txn.h).  On a single node this broker is the coordinator of every
+ * transactional id: the internal topic __transaction_state is created on
+ * the first transactional request (transaction.state.log.num.partitions
+ * partitions, compacted in spirit, no time retention) and replayed at
+ * start-up, which also finishes any transaction that was between
+ * PrepareCommit/Abort and CompleteCommit/Abort when the broker stopped.
+ *
+ * In cluster mode the topic is written to ZooKeeper by the first
+ * FindCoordinator of a transactional id (h_group.c) and an id's
+ * coordinator is the leader of its partition: the broker loads a
+ * partition's ids when it becomes its leader and forgets them when it
+ * stops (txns_on_role); the others answer NOT_COORDINATOR.  TxnOffsetCommit
+ * trusts the producer (its transaction coordinator may be elsewhere).
  *
  * Every reply that follows a write to __transaction_state, a marker or a
  * transactional offset commit is sent, under the durable flush policy
- * (broker/park.h), only once the fsync round covering those writes is done.
+ * (broker/park.h), only once the fsync round covering those writes is done,
+ * and in cluster mode only once the high watermark of the partition
+ * written covers them (replica.h), as Kafka's acks=-1 appends.
  *
  * AddPartitionsToTxn v4 (KIP-890, broker to coordinator) batches
- * transactions and can only verify (VerifyOnly); this broker's own
- * Produce verification calls the coordinator directly
- * (txns_verify_produce), the shape a cluster sends as v4.
+ * transactions and can only verify (VerifyOnly): partition leaders ask it
+ * before appending a transactional batch (broker/txn_verify.h, which asks
+ * this broker's coordinator directly, with the same verdicts).
  *
  * Version gating (PROTOCOL-NOTES §5.25a): PRODUCER_FENCED exists from
  * InitProducerId v4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2 and
@@ -28,13 +37,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker/authz.h"
 #include "broker/broker.h"
 #include "broker/creator.h"
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/registry.h"
+#include "broker/replica.h"
 #include "broker/syncer.h"
+#include "broker/txn_send.h"
+#include "cluster/mcache.h"
 #include "coord/group.h"
 #include "coord/txn.h"
 #include "log/partition.h"
@@ -46,15 +59,49 @@
 
 /* ---- coordinator ops and start-up ---- */
 
+/* Cluster mode: the leader of topic-partition as the metadata cache names it; -ENOENT if it names none. */
+static int h_txn_leader(struct broker *b, const char *topic, int32_t partition, int32_t *leader)
+{
+	const struct mcache_part *mp = mcache_part(b->mcache, topic, (int32_t)strlen(topic), partition);
+
+	if (!mp)
+		return -ENOENT; /* deleted (the marker is skipped) */
+	*leader = mp->leader;
+	return mp->leader < 0 ? -EAGAIN : 0;
+}
+
 static int h_txn_part(void *arg, const char *topic, int32_t partition, struct part **out)
 {
 	struct broker *b = arg;
 	struct topic *t = registry_find(b->reg, kstr_c(topic));
+	int32_t leader;
+	int err;
 
+	if (b->cluster && b->mcache && (err = h_txn_leader(b, topic, partition, &leader)))
+		return err;
+	if (b->cluster && b->mcache && leader != b->node_id)
+		return -EREMOTE; /* ops.send_marker */
 	if (!t || partition < 0 || partition >= t->nparts)
 		return -ENOENT;
 	*out = registry_part(t, partition);
 	return *out ? 0 : -EIO; /* offline (KAFKA_STORAGE_ERROR) until its files are back */
+}
+
+/*
+ * ops.part: as h_txn_part, and in cluster mode -EAGAIN (retried, nothing
+ * appended) while the partition's ISR is below its min.insync.replicas,
+ * where Kafka refuses the acks=-1 append of a marker (NOT_ENOUGH_REPLICAS)
+ * rather than append one whose wait can only fail.
+ */
+static int h_txn_marker_part(void *arg, const char *topic, int32_t partition, struct part **out)
+{
+	struct broker *b = arg;
+	int err = h_txn_part(arg, topic, partition, out);
+
+	if (!err && b->repl &&
+	    replica_isr_size(b, topic, partition) < registry_find(b->reg, kstr_c(topic))->cfg.min_insync_replicas)
+		return -EAGAIN;
+	return err;
 }
 
 /* coord_topic.part of __transaction_state: looked up on every write, never cached */
@@ -65,17 +112,29 @@ static struct part *h_txn_state_part(void *arg, int32_t partition)
 	return h_txn_part(arg, TXN_STORE_TOPIC, partition, &part) ? NULL : part;
 }
 
+static int h_txn_send_marker(void *arg, struct kstr id, const struct marker *m, const char *topic, int32_t partition)
+{
+	struct broker *b = arg;
+	int32_t leader = -1;
+	int err = b->mcache ? h_txn_leader(b, topic, partition, &leader) : -ENOTCONN;
+
+	if (!err && !b->txn_send)
+		err = txn_send_new(b, &b->txn_send); /* the first marker for another broker */
+
+	return err ? err : txn_send_marker(b->txn_send, leader, id, m, topic, partition);
+}
+
 static int h_txn_new_pid(void *arg, int64_t *id)
 {
 	return idem_next_producer_id(arg, id);
 }
 
-static void h_txn_offsets_complete(void *arg, int64_t producer_id, bool commit)
+static void h_txn_offsets_complete(void *arg, int32_t partition, int64_t producer_id, bool commit)
 {
 	struct broker *b = arg;
 
 	if (b->groups && group_coord_attached(b->groups))
-		group_txn_complete(b->groups, producer_id, commit);
+		group_txn_complete(b->groups, partition, producer_id, commit);
 }
 
 static uint64_t h_txn_written(void *arg, struct part *part)
@@ -96,32 +155,20 @@ static bool h_txn_synced(void *arg, uint64_t first, uint64_t last, bool *failed)
 	return true;
 }
 
+static int h_txn_replicated(void *arg, const char *topic, int32_t partition, int64_t end)
+{
+	struct broker *b = arg;
+	bool met;
+
+	if (!b->repl)
+		return 1;
+	return replica_hw_covers(b, kstr_c(topic), partition, end, &met) ? -ENOTCONN : met;
+}
+
 void txns_on_synced(struct broker *b)
 {
 	if (b->txns)
 		txn_coord_on_synced(b->txns);
-}
-
-int16_t txns_verify_produce(struct broker *b, struct kstr txn_id, int64_t producer_id, int16_t producer_epoch,
-			    struct kstr topic, int32_t partition)
-{
-	int16_t err;
-
-	if (!txn_id.p)
-		return KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED; /* as Kafka: transactional records need the id */
-	if (!b->txns || !txn_coord_attached(b->txns))
-		err = KERR_INVALID_PRODUCER_ID_MAPPING; /* no transaction was ever started here */
-	else
-		err = txn_verify_partition(b->txns, txn_id, producer_id, producer_epoch, topic, partition);
-	switch (err) { /* Kafka's mapping for the producer (AddPartitionsToTxnManager, ReplicaManager) */
-	case KERR_PRODUCER_FENCED:
-		return KERR_INVALID_PRODUCER_EPOCH;
-	case KERR_CONCURRENT_TRANSACTIONS:
-	case KERR_COORDINATOR_NOT_AVAILABLE:
-		return KERR_NOT_ENOUGH_REPLICAS; /* retriable without a metadata refresh */
-	default:
-		return err;
-	}
 }
 
 /*
@@ -129,6 +176,8 @@ int16_t txns_verify_produce(struct broker *b, struct kstr txn_id, int64_t produc
  * made (begun here when create, off the event loop: creator.h): the
  * coordinator answers COORDINATOR_NOT_AVAILABLE meanwhile (retriable).
  */
+static int h_txn_attach_cluster(struct broker *b);
+
 static int h_txn_attach(struct broker *b, bool create)
 {
 	struct topic *t = registry_find(b->reg, KSTR(TXN_STORE_TOPIC));
@@ -137,6 +186,8 @@ static int h_txn_attach(struct broker *b, bool create)
 	char segment[24], msg[256];
 	int err = 0;
 
+	if (b->cluster)
+		return h_txn_attach_cluster(b);
 	if (!t && !create)
 		return 0;
 	if (!t) {
@@ -165,10 +216,46 @@ static int h_txn_attach(struct broker *b, bool create)
 	return txn_coord_attach(b->txns, &(struct coord_topic){ h_txn_state_part, b, t->nparts });
 }
 
+/*
+ * Cluster mode: attaches once the topic is here (written to ZooKeeper by
+ * the first FindCoordinator of a transactional id) and its partition count
+ * known; then takes the roles held.
+ */
+static int h_txn_attach_cluster(struct broker *b)
+{
+	struct topic *t = registry_find(b->reg, KSTR(TXN_STORE_TOPIC));
+	const struct mcache_topic *mt =
+		b->mcache ? mcache_topic(b->mcache, TXN_STORE_TOPIC, sizeof(TXN_STORE_TOPIC) - 1) : NULL;
+	int err;
+
+	if (!t || t->creating || !mt || mt->nparts < 1)
+		return -EAGAIN; /* the controller's LeaderAndIsr and UpdateMetadata make and name it */
+	err = txn_coord_attach_unowned(b->txns, &(struct coord_topic){ h_txn_state_part, b, mt->nparts });
+	for (int32_t p = 0; !err && p < mt->nparts; p++) {
+		struct replica *r = replica_find(b, TXN_STORE_TOPIC, p);
+
+		if (r && r->leader == b->node_id && r->applied_epoch == r->leader_epoch)
+			txn_coord_set_leader(b->txns, p, true);
+	}
+	return err;
+}
+
+void txns_on_role(struct broker *b, const char *topic, int32_t partition, bool leader)
+{
+	if (!b->txns || strcmp(topic, TXN_STORE_TOPIC) != 0)
+		return;
+	if (!txn_coord_attached(b->txns)) {
+		h_txn_attach_cluster(b); /* takes every role held, this one too */
+		return;
+	}
+	txn_coord_set_leader(b->txns, partition, leader);
+}
+
 int txns_start(struct broker *b)
 {
-	static const struct txn_coord_ops ops = { h_txn_part, h_txn_new_pid, h_txn_offsets_complete, h_txn_written,
-						  h_txn_synced };
+	static const struct txn_coord_ops ops = { h_txn_marker_part, h_txn_new_pid, h_txn_offsets_complete,
+						  h_txn_written,     h_txn_synced,  h_txn_replicated,
+						  h_txn_send_marker };
 	struct txn_coord_cfg cfg = {
 		.max_timeout_ms = b->cfg.transaction_max_timeout_ms,
 		.abort_interval_ms = b->cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
@@ -177,11 +264,19 @@ int txns_start(struct broker *b)
 	};
 	int err = txn_coord_new(b->loop, &cfg, &ops, b, &b->txns);
 
-	return err ? err : h_txn_attach(b, false);
+	if (!err)
+		err = replica_on_role(txns_on_role);
+	/* b->cluster is made later (server_cluster_start): a restarted cluster broker must not load
+	 * every partition of its local replica and coordinate them all, so tell the mode by the config */
+	if (!err && !b->cfg.zookeeper_connect)
+		err = h_txn_attach(b, false);
+	return err; /* cluster mode: attached once the controller named the topic's leaders */
 }
 
 void txns_stop(struct broker *b)
 {
+	txn_send_free(b->txn_send);
+	b->txn_send = NULL;
 	txn_coord_free(b->txns);
 	b->txns = NULL;
 }
@@ -218,10 +313,23 @@ static int16_t h_txn_kerr(const struct req *rq, int16_t err, int16_t fenced_from
 	return err;
 }
 
-/* Parks the reply until the coordinator's writes are synced. */
-static int h_txn_reply(struct req *rq, park_fail_fn *fail)
+/*
+ * Parks the reply until the coordinator's writes are synced, and in
+ * cluster mode until the high watermark of id's __transaction_state
+ * partition covers them (err: the answer's error code, set on a failed
+ * wait: NOT_COORDINATOR once leadership moved, else
+ * COORDINATOR_NOT_AVAILABLE).
+ */
+static int h_txn_reply(struct req *rq, struct kstr id, int16_t *err, park_fail_fn *fail)
 {
-	return park_until_synced(rq, txn_coord_take_ticket(rq->b->txns), fail);
+	uint64_t ticket = txn_coord_take_ticket(rq->b->txns);
+	int32_t partition;
+	int64_t end;
+
+	if (!txn_coord_take_need(rq->b->txns, id, &partition, &end) || !rq->b->repl || *err)
+		return park_until_synced(rq, ticket, fail);
+	replica_wait_add(rq, KSTR(TXN_STORE_TOPIC), partition, end, err, true);
+	return replica_park(rq, ticket, TXN_REPLICATION_TIMEOUT_MS, fail);
 }
 
 /* ---- InitProducerId (transactional) ---- */
@@ -257,7 +365,7 @@ int txn_init_producer_id(struct req *rq, const struct InitProducerIdRequest *in,
 	log_debug(LOGC_TXN, "txn", "%s: InitProducerId v%d '%.*s' -> id %lld epoch %d error %d", conn_peer(rq->c),
 		  rq->hdr.api_version, in->TransactionalId.len, in->TransactionalId.p, (long long)pid, epoch,
 		  out->ErrorCode);
-	return h_txn_reply(rq, h_txn_init_fail);
+	return h_txn_reply(rq, in->TransactionalId, &out->ErrorCode, h_txn_init_fail);
 }
 
 /* ---- AddPartitionsToTxn ---- */
@@ -280,6 +388,16 @@ static void h_txn_add_parts_set(struct AddPartitionsToTxnResult *r, int16_t err,
 		}
 }
 
+/*
+ * AddPartitionsToTxn v0-3 comes from a producer, which needs Write on the
+ * transactional id and the topics; v4 from a partition leader verifying a
+ * produce (KIP-890), which needs ClusterAction instead, as in Kafka.
+ */
+static bool h_txn_from_client(const struct req *rq)
+{
+	return rq->hdr.api_version < 4;
+}
+
 /* Results of in's partitions, all 0; OUT *tps: the known ones, *unknown: some are not. */
 static int32_t h_txn_add_parts_init(struct req *rq, const struct AddPartitionsToTxnTransaction *in,
 				    struct AddPartitionsToTxnResult *out, struct txn_tp **tps, bool *unknown)
@@ -296,7 +414,6 @@ static int32_t h_txn_add_parts_init(struct req *rq, const struct AddPartitionsTo
 	for (int32_t i = 0; i < out->TopicResults.n; i++) {
 		const struct AddPartitionsToTxnTransactionTopic *it = &in->Topics.v[i];
 		struct AddPartitionsToTxnTopicResult *ot = &out->TopicResults.v[i];
-		struct topic *t = registry_find(rq->b->reg, it->Name);
 		const char *name = req_cstr(rq, it->Name);
 
 		ot->Name = it->Name;
@@ -307,7 +424,12 @@ static int32_t h_txn_add_parts_init(struct req *rq, const struct AddPartitionsTo
 			int32_t p = it->Partitions.v[j];
 
 			ot->ResultsByPartition.v[j].PartitionIndex = p;
-			if (!t || !registry_part(t, p)) {
+			if (h_txn_from_client(rq) && (ot->ResultsByPartition.v[j].PartitionErrorCode =
+							      authz_topic_kerr(rq, it->Name, ACL_OP_WRITE))) {
+				*unknown = true; /* the others are not attempted */
+				continue;
+			}
+			if (!registry_part_known(rq->b->reg, it->Name, p)) { /* cluster mode: led anywhere */
 				ot->ResultsByPartition.v[j].PartitionErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				*unknown = true;
 				continue;
@@ -341,6 +463,10 @@ static void h_txn_add_one(struct req *rq, struct txn_coord *tc, const struct Add
 
 	if (!tc)
 		h_txn_add_parts_set(out, KERR_COORDINATOR_NOT_AVAILABLE, false);
+	else if (txn_coord_owner_kerr(tc, in->TransactionalId))
+		h_txn_add_parts_set(out, txn_coord_owner_kerr(tc, in->TransactionalId), false);
+	else if (h_txn_from_client(rq) && authz_txn_id_kerr(rq, in->TransactionalId, ACL_OP_WRITE))
+		h_txn_add_parts_set(out, KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED, false);
 	else if (in->VerifyOnly)
 		h_txn_verify_parts(tc, in, out);
 	else if (unknown) /* Kafka: nothing is added, the others are not attempted */
@@ -406,6 +532,20 @@ static void h_txn_add_parts_fail(struct req *rq)
 		h_txn_add_parts_set(&resp->ResultsByTransaction.v[i], KERR_COORDINATOR_NOT_AVAILABLE, false);
 }
 
+/* The transactional id a v0-3 request changes (v4 only verifies: nothing written). */
+static struct kstr h_txn_add_parts_id(const struct AddPartitionsToTxnRequest *a)
+{
+	return a->Transactions.n == 1 ? a->Transactions.v[0].TransactionalId : a->V3AndBelowTransactionalId;
+}
+
+/* Where a failed replication wait answers: the first partition's error (clients fail the request on any). */
+static int16_t *h_txn_add_parts_err(struct req *rq, struct AddPartitionsToTxnResponse *resp)
+{
+	if (resp->ResultsByTopicV3AndBelow.n > 0 && resp->ResultsByTopicV3AndBelow.v[0].ResultsByPartition.n > 0)
+		return &resp->ResultsByTopicV3AndBelow.v[0].ResultsByPartition.v[0].PartitionErrorCode;
+	return req_alloc(rq, 1, sizeof(int16_t)); /* nothing was added, so nothing was written */
+}
+
 int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
 {
 	const struct AddPartitionsToTxnRequest *a = in;
@@ -420,6 +560,8 @@ int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
 		h_txn_add_parts_v3_in(rq, a, &txn);
 		h_txn_add_one(rq, tc, &txn, &r);
 		h_txn_add_parts_v3_out(rq, &r, resp);
+	} else if ((resp->ErrorCode = authz_cluster_kerr(rq, ACL_OP_CLUSTER_ACTION))) {
+		return H_REPLY;
 	} else {
 		resp->ResultsByTransaction.n = a->Transactions.n > 0 ? a->Transactions.n : 0;
 		resp->ResultsByTransaction.v =
@@ -427,7 +569,8 @@ int h_add_partitions_to_txn(struct req *rq, const void *in, void *out)
 		for (int32_t i = 0; i < resp->ResultsByTransaction.n; i++)
 			h_txn_add_one(rq, tc, &a->Transactions.v[i], &resp->ResultsByTransaction.v[i]);
 	}
-	return tc ? h_txn_reply(rq, h_txn_add_parts_fail) : H_REPLY;
+	return tc ? h_txn_reply(rq, h_txn_add_parts_id(a), h_txn_add_parts_err(rq, resp), h_txn_add_parts_fail)
+		  : H_REPLY;
 }
 
 /* ---- AddOffsetsToTxn ---- */
@@ -454,10 +597,13 @@ int h_add_offsets_to_txn(struct req *rq, const void *in, void *out)
 		resp->ErrorCode = KERR_INVALID_GROUP_ID;
 		return H_REPLY;
 	}
+	if ((resp->ErrorCode = authz_txn_id_kerr(rq, a->TransactionalId, ACL_OP_WRITE)
+				       ?: authz_group_kerr(rq, a->GroupId, ACL_OP_READ)))
+		return H_REPLY;
 	tp.topic = TXN_GROUP_TOPIC;
 	err = txn_add_partitions(tc, a->TransactionalId, a->ProducerId, a->ProducerEpoch, &tp, 1);
 	resp->ErrorCode = h_txn_kerr(rq, err, 2);
-	return h_txn_reply(rq, h_txn_add_offsets_fail);
+	return h_txn_reply(rq, a->TransactionalId, &resp->ErrorCode, h_txn_add_offsets_fail);
 }
 
 /* ---- EndTxn ---- */
@@ -491,6 +637,8 @@ int h_end_txn(struct req *rq, const void *in, void *out)
 		resp->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
 		return H_REPLY;
 	}
+	if ((resp->ErrorCode = authz_txn_id_kerr(rq, e->TransactionalId, ACL_OP_WRITE)))
+		return H_REPLY;
 	err = txn_end(tc, e->TransactionalId, e->ProducerId, e->ProducerEpoch, e->Committed, h_txn_end_done, rq,
 		      &pending);
 	if (pending)
@@ -498,7 +646,7 @@ int h_end_txn(struct req *rq, const void *in, void *out)
 	resp->ErrorCode = h_txn_kerr(rq, err, 2);
 	log_debug(LOGC_TXN, "txn", "%s: EndTxn v%d '%.*s' %s -> error %d", conn_peer(rq->c), rq->hdr.api_version,
 		  e->TransactionalId.len, e->TransactionalId.p, e->Committed ? "commit" : "abort", resp->ErrorCode);
-	return h_txn_reply(rq, h_txn_end_fail);
+	return h_txn_reply(rq, e->TransactionalId, &resp->ErrorCode, h_txn_end_fail);
 }
 
 /* ---- TxnOffsetCommit ---- */
@@ -513,6 +661,26 @@ static void h_txn_commit_set(struct TxnOffsetCommitResponse *resp, int16_t err)
 static void h_txn_commit_fail(struct req *rq)
 {
 	h_txn_commit_set(rq->out, KERR_KAFKA_STORAGE_ERROR);
+}
+
+/*
+ * Answers once the fsync round covering the batch is done and, in cluster
+ * mode, once the high watermark of the group's __consumer_offsets
+ * partition passes it, as OffsetCommit (Kafka appends it with acks=-1):
+ * a failed wait answers NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE.
+ */
+static int h_txn_commit_wait(struct req *rq, int32_t partition, struct part *part)
+{
+	struct TxnOffsetCommitResponse *resp = rq->out;
+	uint64_t ticket = h_txn_written(rq->b, part);
+
+	if (!rq->b->repl)
+		return park_until_synced(rq, ticket, h_txn_commit_fail);
+	for (int32_t i = 0; i < resp->Topics.n; i++)
+		for (int32_t j = 0; j < resp->Topics.v[i].Partitions.n; j++)
+			replica_wait_add(rq, KSTR(TXN_GROUP_TOPIC), partition, part_log_end_offset(part),
+					 &resp->Topics.v[i].Partitions.v[j].ErrorCode, true);
+	return replica_park(rq, ticket, rq->b->cfg.offsets_commit_timeout_ms, h_txn_commit_fail);
 }
 
 /* The group to stage into: members are checked when the committer says it is one (v3+). */
@@ -549,11 +717,18 @@ int h_txn_offset_commit(struct req *rq, const void *in, void *out)
 				c->Topics.v[i].Partitions.v[j].PartitionIndex;
 		total += resp->Topics.v[i].Partitions.n;
 	}
-	if (!tc || !gc) {
+	if ((!tc && !rq->b->cluster) || !gc) {
 		h_txn_commit_set(resp, KERR_COORDINATOR_NOT_AVAILABLE);
 		return H_REPLY;
 	}
-	err = txn_verify(tc, c->TransactionalId, c->ProducerId, c->ProducerEpoch, true);
+	err = authz_txn_id_kerr(rq, c->TransactionalId, ACL_OP_WRITE) ?: authz_group_kerr(rq, c->GroupId, ACL_OP_READ);
+	if (err) {
+		h_txn_commit_set(resp, err);
+		return H_REPLY;
+	}
+	/* cluster mode: the transaction coordinator may be elsewhere; the group's trusts the producer, as Kafka's */
+	if (!rq->b->cluster)
+		err = txn_verify(tc, c->TransactionalId, c->ProducerId, c->ProducerEpoch, true);
 	if (!err)
 		err = h_txn_commit_group(gc, c, &grp);
 	if (err) {
@@ -576,11 +751,12 @@ int h_txn_offset_commit(struct req *rq, const void *in, void *out)
 		}
 	if (n == 0)
 		return H_REPLY;
-	if (group_txn_commit(gc, grp, c->ProducerId, c->ProducerEpoch, offs, n, &part) < 0) {
-		h_txn_commit_set(resp, KERR_COORDINATOR_NOT_AVAILABLE);
+	err = (int16_t)group_txn_commit(gc, grp, c->ProducerId, c->ProducerEpoch, offs, n, &part);
+	if (err < 0) {
+		h_txn_commit_set(resp, err == -ESTALE ? KERR_INVALID_PRODUCER_EPOCH : KERR_COORDINATOR_NOT_AVAILABLE);
 		return H_REPLY;
 	}
-	return park_until_synced(rq, h_txn_written(rq->b, part), h_txn_commit_fail);
+	return h_txn_commit_wait(rq, group_coord_partition(gc, c->GroupId), part);
 }
 
 /* ---- DescribeTransactions, ListTransactions ---- */
@@ -634,6 +810,8 @@ int h_describe_transactions(struct req *rq, const void *in, void *out)
 			o->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
 		else if (d->TransactionalIds.v[i].len <= 0)
 			o->ErrorCode = KERR_INVALID_REQUEST;
+		else if (!authz_txn_id(rq, d->TransactionalIds.v[i], ACL_OP_DESCRIBE))
+			o->ErrorCode = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 		else if (!txn_describe(tc, d->TransactionalIds.v[i], &ti) || ti.state == TXN_DEAD)
 			o->ErrorCode = KERR_TRANSACTIONAL_ID_NOT_FOUND;
 		else
@@ -679,7 +857,7 @@ static void h_txn_list_one(void *arg, const struct txn_info *ti)
 	struct h_txn_list *l = arg;
 	struct ListTransactionsResponseTransactionState *o;
 
-	if (!h_txn_list_match(l, ti))
+	if (!h_txn_list_match(l, ti) || !authz_txn_id(l->rq, ti->id, ACL_OP_DESCRIBE))
 		return;
 	if (l->out->TransactionStates.n == l->cap) {
 		int32_t cap = l->cap ? l->cap * 2 : 16;

@@ -18,10 +18,17 @@
  *   - ProducerEpoch below the producer's current epoch: INVALID_PRODUCER_EPOCH;
  *   - CoordinatorEpoch below that of its last marker: TRANSACTION_COORDINATOR_FENCED.
  * A marker for a producer with no open transaction is appended all the
- * same and changes nothing, as in Kafka.  A marker on __consumer_offsets
- * also makes the producer's staged TxnOffsetCommit offsets visible
- * (COMMIT) or drops them (ABORT).  The reply waits for the fsync round
- * covering the markers under the durable flush policy (broker/park.h).
+ * same and changes nothing, as in Kafka.  The reply waits for the fsync
+ * round covering the markers under the durable flush policy
+ * (broker/park.h) and, in cluster mode, as Kafka's acks=-1 append of
+ * markers, for each partition's high watermark to pass its marker
+ * (replica.h: NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER or
+ * REQUEST_TIMED_OUT after 30 s otherwise; NOT_ENOUGH_REPLICAS and
+ * nothing appended while the ISR is below min.insync.replicas), so that
+ * the coordinator counts a transaction complete only once its markers are
+ * on the in-sync replicas.  Only then does a marker on __consumer_offsets
+ * make the producer's staged TxnOffsetCommit offsets of that partition
+ * visible (COMMIT) or drop them (ABORT).
  *
  * Errors per partition, as Kafka: an invalid topic name
  * INVALID_TOPIC_EXCEPTION, an unknown topic or partition
@@ -32,11 +39,13 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "broker/authz.h"
 #include "broker/broker.h"
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
 #include "broker/registry.h"
+#include "broker/replica.h"
 #include "broker/syncer.h"
 #include "coord/group.h"
 #include "log/marker.h"
@@ -114,7 +123,8 @@ int h_describe_producers(struct req *rq, const void *in, void *out)
 
 			DescribeProducersResponsePartition_init(op);
 			op->PartitionIndex = it->PartitionIndexes.v[j];
-			part = txnadmin_part(rq, it->Name, op->PartitionIndex, &op->ErrorCode);
+			op->ErrorCode = authz_topic_kerr(rq, it->Name, ACL_OP_READ);
+			part = op->ErrorCode ? NULL : txnadmin_part(rq, it->Name, op->PartitionIndex, &op->ErrorCode);
 			if (part)
 				txnadmin_producers(rq, part_pstate(part), op);
 		}
@@ -126,10 +136,13 @@ int h_describe_producers(struct req *rq, const void *in, void *out)
 
 /*
  * One marker into one partition: Kafka's marker checks, then the append.
- * Raises *ticket (IN/OUT) to the fsync round the append needs.
+ * Raises *ticket (IN/OUT) to the fsync round the append needs; in cluster
+ * mode the answer also waits for the partition's high watermark to pass
+ * the marker (Kafka appends markers with acks=-1), *err being its error
+ * code if that wait fails.
  */
-static int16_t txnadmin_mark(struct req *rq, const struct WriteTxnMarkersRequestMarker *m, struct part *part,
-			     uint64_t *ticket)
+static int16_t txnadmin_mark(struct req *rq, const struct WriteTxnMarkersRequestMarker *m, struct kstr topic,
+			     int32_t partition, struct part *part, int16_t *err_out, uint64_t *ticket)
 {
 	const struct marker mk = {
 		.producer_id = m->ProducerId,
@@ -137,11 +150,14 @@ static int16_t txnadmin_mark(struct req *rq, const struct WriteTxnMarkersRequest
 		.coordinator_epoch = m->CoordinatorEpoch,
 		.commit = m->TransactionResult,
 	};
+	const struct topic *t = registry_find(rq->b->reg, topic); /* there: txnadmin_part found part */
 	struct part_append_info info;
 	int err;
 
 	if (m->ProducerId < 0 || m->ProducerEpoch < 0)
 		return KERR_INVALID_REQUEST; /* a marker belongs to a producer */
+	if (rq->b->repl && replica_isr_size(rq->b, t->name, partition) < t->cfg.min_insync_replicas)
+		return KERR_NOT_ENOUGH_REPLICAS; /* Kafka checks before its acks=-1 append; the coordinator retries */
 	err = marker_append(part, &mk, clock_wall_ms(), &info);
 	if (err == -EPERM)
 		return KERR_INVALID_PRODUCER_EPOCH;
@@ -162,6 +178,8 @@ static int16_t txnadmin_mark(struct req *rq, const struct WriteTxnMarkersRequest
 
 		*ticket = tk > *ticket ? tk : *ticket;
 	}
+	if (rq->b->repl)
+		replica_wait_add(rq, topic, partition, info.last_offset + 1, err_out, false);
 	return KERR_NONE;
 }
 
@@ -169,9 +187,6 @@ static int16_t txnadmin_mark(struct req *rq, const struct WriteTxnMarkersRequest
 static void txnadmin_marker(struct req *rq, const struct WriteTxnMarkersRequestMarker *m,
 			    struct WriteTxnMarkersResponseMarker *o, uint64_t *ticket)
 {
-	struct group_coord *gc = rq->b->groups;
-	bool offsets = false;
-
 	o->ProducerId = m->ProducerId;
 	o->Topics.n = m->Topics.n > 0 ? m->Topics.n : 0;
 	o->Topics.v = req_alloc(rq, (size_t)o->Topics.n, sizeof(*o->Topics.v));
@@ -184,16 +199,46 @@ static void txnadmin_marker(struct req *rq, const struct WriteTxnMarkersRequestM
 		ot->Partitions.v = req_alloc(rq, (size_t)ot->Partitions.n, sizeof(*ot->Partitions.v));
 		for (int32_t j = 0; j < ot->Partitions.n; j++) {
 			struct WriteTxnMarkersResponsePartition *op = &ot->Partitions.v[j];
-			struct part *part = txnadmin_part(rq, it->Name, it->PartitionIndexes.v[j], &op->ErrorCode);
+			struct part *part =
+				authz_cluster(rq, ACL_OP_CLUSTER_ACTION)
+					? txnadmin_part(rq, it->Name, it->PartitionIndexes.v[j], &op->ErrorCode)
+					: NULL;
 
 			op->PartitionIndex = it->PartitionIndexes.v[j];
+			if (!part && !op->ErrorCode)
+				op->ErrorCode = KERR_CLUSTER_AUTHORIZATION_FAILED;
 			if (part)
-				op->ErrorCode = txnadmin_mark(rq, m, part, ticket);
-			offsets |= part && !op->ErrorCode && kstr_eq_c(it->Name, TXNADMIN_OFFSETS_TOPIC);
+				op->ErrorCode = txnadmin_mark(rq, m, it->Name, op->PartitionIndex, part, &op->ErrorCode,
+							      ticket);
 		}
 	}
-	if (offsets && gc && group_coord_attached(gc))
-		group_txn_complete(gc, m->ProducerId, m->TransactionResult);
+}
+
+/*
+ * The markers on __consumer_offsets that were written (and, in cluster
+ * mode, reached the high watermark) make their producer's staged
+ * TxnOffsetCommit offsets visible (COMMIT) or drop them (ABORT): Kafka's
+ * group coordinator completes them in the markers' acks=-1 callback, so
+ * no OffsetFetch sees offsets that a new leader may not have.
+ */
+static void txnadmin_offsets_complete(struct req *rq)
+{
+	const struct WriteTxnMarkersRequest *r = rq->in;
+	const struct WriteTxnMarkersResponse *resp = rq->out;
+	struct group_coord *gc = rq->b->groups;
+
+	if (!gc || !group_coord_attached(gc))
+		return;
+	for (int32_t i = 0; i < resp->Markers.n; i++)
+		for (int32_t j = 0; j < resp->Markers.v[i].Topics.n; j++) {
+			const struct WriteTxnMarkersResponseTopic *ot = &resp->Markers.v[i].Topics.v[j];
+
+			for (int32_t k = 0; k < ot->Partitions.n; k++)
+				if (!ot->Partitions.v[k].ErrorCode && kstr_eq_c(ot->Name, TXNADMIN_OFFSETS_TOPIC))
+					group_txn_complete(gc, ot->Partitions.v[k].PartitionIndex,
+							   r->Markers.v[i].ProducerId,
+							   r->Markers.v[i].TransactionResult);
+		}
 }
 
 /* The fsync round failed: no marker is known to be durable. */
@@ -222,5 +267,10 @@ int h_write_txn_markers(struct req *rq, const void *in, void *out)
 	resp->Markers.v = req_alloc(rq, (size_t)resp->Markers.n, sizeof(*resp->Markers.v));
 	for (int32_t i = 0; i < resp->Markers.n; i++)
 		txnadmin_marker(rq, &r->Markers.v[i], &resp->Markers.v[i], &ticket);
-	return park_until_synced(rq, ticket, txnadmin_markers_fail);
+	if (!rq->hold) { /* a single node, or no marker written */
+		txnadmin_offsets_complete(rq);
+		return park_until_synced(rq, ticket, txnadmin_markers_fail);
+	}
+	replica_wait_done(rq, txnadmin_offsets_complete);
+	return replica_park(rq, ticket, TXN_REPLICATION_TIMEOUT_MS, txnadmin_markers_fail);
 }

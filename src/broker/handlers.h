@@ -3,7 +3,7 @@
  * Handlers live in one file per API family: h_meta.c (ApiVersions,
  * Metadata), h_produce.c, h_fetch.c, h_offsets.c (ListOffsets),
  * h_admin.c (topics, partitions, records), h_config.c (configs),
- * h_logdirs.c (log directories).
+ * h_logdirs.c (log directories), h_epoch.c (OffsetForLeaderEpoch).
  */
 #ifndef GREGOR_BROKER_HANDLERS_H
 #define GREGOR_BROKER_HANDLERS_H
@@ -11,6 +11,10 @@
 #include "broker/api.h"
 
 int h_api_versions(struct req *rq, const void *in, void *out);
+/* h_acl.c: the ACLs of broker/authz.h */
+int h_create_acls(struct req *rq, const void *in, void *out);
+int h_describe_acls(struct req *rq, const void *in, void *out);
+int h_delete_acls(struct req *rq, const void *in, void *out);
 /* h_sasl.c */
 int h_sasl_handshake(struct req *rq, const void *in, void *out);
 int h_sasl_authenticate(struct req *rq, const void *in, void *out);
@@ -22,6 +26,8 @@ int h_sasl_authenticate(struct req *rq, const void *in, void *out);
 int sasl_scram_load(struct broker *b);
 void sasl_scram_free(struct broker *b);
 bool sasl_raw_token(struct broker *b, struct conn *c, struct conn_slot *slot, uint8_t *frame, int32_t len);
+/* Closes at once the connections waiting out a failed bare token's delay (shutdown). */
+void sasl_closing_drop(struct broker *b);
 int h_metadata(struct req *rq, const void *in, void *out);
 int h_produce(struct req *rq, const void *in, void *out);
 int h_fetch(struct req *rq, const void *in, void *out);
@@ -35,8 +41,15 @@ int h_leader_and_isr(struct req *rq, const void *in, void *out);
 int h_update_metadata(struct req *rq, const void *in, void *out);
 int h_stop_replica(struct req *rq, const void *in, void *out);
 int h_controlled_shutdown(struct req *rq, const void *in, void *out);
+/* h_elect.c: on the active controller */
+int h_alter_partition(struct req *rq, const void *in, void *out);
+int h_elect_leaders(struct req *rq, const void *in, void *out);
+int h_alter_partition_reassignments(struct req *rq, const void *in, void *out);
+int h_list_partition_reassignments(struct req *rq, const void *in, void *out);
 int h_create_partitions(struct req *rq, const void *in, void *out);
 int h_delete_records(struct req *rq, const void *in, void *out);
+/* h_epoch.c: where a leader epoch ends in the log */
+int h_offset_for_leader_epoch(struct req *rq, const void *in, void *out);
 int h_describe_configs(struct req *rq, const void *in, void *out);
 int h_alter_configs(struct req *rq, const void *in, void *out);
 int h_incremental_alter_configs(struct req *rq, const void *in, void *out);
@@ -47,6 +60,16 @@ int h_describe_log_dirs(struct req *rq, const void *in, void *out);
 int h_describe_client_quotas(struct req *rq, const void *in, void *out);
 int h_alter_client_quotas(struct req *rq, const void *in, void *out);
 int quotas_start(struct broker *b);
+/*
+ * h_scram.c: SCRAM credentials (KIP-554, sec/scram_store.h); scram_users_start() loads
+ * them from the first log dir (cluster mode: an empty cache of /config/users), 0 or -errno.
+ */
+int h_describe_user_scram_credentials(struct req *rq, const void *in, void *out);
+int h_alter_user_scram_credentials(struct req *rq, const void *in, void *out);
+int scram_users_start(struct broker *b);
+void scram_users_stop(struct broker *b);
+/* Cluster mode: user's credentials changed in zookeeper (a notification); reads them again. */
+void scram_users_changed(void *arg, const char *user);
 void quotas_stop(void);
 /* h_group.c: consumer groups and committed offsets */
 int h_find_coordinator(struct req *rq, const void *in, void *out);
@@ -64,6 +87,14 @@ int h_offset_delete(struct req *rq, const void *in, void *out);
 int groups_start(struct broker *b);
 /* Answers parked JoinGroup/SyncGroup requests and frees the coordinator. */
 void groups_stop(struct broker *b);
+/*
+ * Cluster mode: this broker's role for a partition changed (replica.c);
+ * for __consumer_offsets the group coordinator loads or forgets that
+ * partition's groups.
+ */
+void groups_on_role(struct broker *b, const char *topic, int32_t partition, bool leader);
+/* The same for __transaction_state: the transaction coordinator loads or forgets that partition's ids. */
+void txns_on_role(struct broker *b, const char *topic, int32_t partition, bool leader);
 /*
  * InitProducerId with a non-null, non-empty TransactionalId (h_txn.c;
  * h_idem.c hands such requests over).
@@ -84,22 +115,11 @@ void fetch_sessions_stop(struct broker *b);
 void produce_flush_policy(struct broker *b, int64_t now_ms);
 
 /* Transactions (h_txn.c): coordinator start/stop and the transaction APIs. */
+#define TXN_REPLICATION_TIMEOUT_MS 30000 /* Kafka's request.timeout.ms for the coordinators' and markers' appends */
 int txns_start(struct broker *b);
 void txns_stop(struct broker *b);
 /* An fsync round finished: transactions waiting for it move on (server.c's wake-up). */
 void txns_on_synced(struct broker *b);
-/*
- * KIP-890: may a transactional batch of producer_id/epoch for txn_id be
- * appended to topic/partition?  KERR_NONE if the coordinator added that
- * partition to the producer's ongoing transaction; otherwise the error
- * for the Produce response, mapped as Kafka maps the coordinator's answer
- * (INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH,
- * NOT_ENOUGH_REPLICAS while it completes, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
- * without a transactional id).  A direct call here; in a cluster, an
- * AddPartitionsToTxn v4 VerifyOnly request to the coordinator.
- */
-int16_t txns_verify_produce(struct broker *b, struct kstr txn_id, int64_t producer_id, int16_t producer_epoch,
-			    struct kstr topic, int32_t partition);
 int h_add_partitions_to_txn(struct req *rq, const void *in, void *out);
 int h_add_offsets_to_txn(struct req *rq, const void *in, void *out);
 int h_end_txn(struct req *rq, const void *in, void *out);

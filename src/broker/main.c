@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 	b.argv = argv;
 	log_info("gregor %s starting (config %s)", GREGOR_VERSION, path ? path : "defaults");
 	config_report_unused(&b.cfg);
-	if (http_start(b.cfg.metrics_listener, &http) < 0 || server_start(&b) < 0) {
+	if (http_start(b.cfg.metrics_listener, b.cfg.console_write_enable, &http) < 0 || server_start(&b) < 0) {
 		log_error("start-up failed");
 		http_stop(http);
 		return b.exit_code ? b.exit_code : 1;

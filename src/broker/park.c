@@ -42,6 +42,15 @@ static void park_unlink(struct park_entry *prev, struct park_entry *e)
 		loop_timer_cancel(e->rq->b->loop, &e->rq->timer);
 }
 
+int32_t park_count(int16_t api_key)
+{
+	int32_t n = 0;
+
+	for (struct park_entry *e = park_head; e; e = e->next)
+		n += e->rq->hdr.api_key == api_key;
+	return n;
+}
+
 /* rq's deadline passed before its round was done: answer it now. */
 static void park_timeout(struct loop_timer *t)
 {

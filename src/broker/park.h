@@ -48,5 +48,7 @@ void park_on_synced(struct broker *b);
 uint64_t park_answered(uint64_t *wait_us);
 /* Frees parked requests without replying (shutdown: their connections are gone). */
 void park_drop(void);
+/* Requests of api_key parked now (a Produce purgatory size for /metrics); loop thread. */
+int32_t park_count(int16_t api_key);
 
 #endif

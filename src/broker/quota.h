@@ -11,7 +11,9 @@
  * ANONYMOUS until the broker authenticates them.
  *
  * The settings live in <first log dir>/client-quotas, replaced whole with
- * durable_replace() on every change, so they survive a restart.
+ * durable_replace() on every change, so they survive a restart.  In
+ * cluster mode they are a cache of ZooKeeper's (quota_zk.h) and the file
+ * is not used.
  */
 #ifndef GREGOR_BROKER_QUOTA_H
 #define GREGOR_BROKER_QUOTA_H

@@ -39,12 +39,14 @@ struct registry {
 	char cluster_id[64];
 	struct topic **topics; /* sorted by name */
 	int ntopics, cap;
-	int dir_err;                 /* -errno of the sync that failed, 0 while the dir is online (atomic) */
-	struct dirdel *dirdel;       /* removes renamed-away partition directories */
-	struct ckpt_writer *ckptw;   /* writes the checkpoints off the event loop */
-	int dir_fd;                  /* the log dir, open for its life: syncfs sees every writeback error since */
-	const struct mcache *mcache; /* cluster mode: who leads what (registry_set_mcache) */
-	int32_t self;                /* this broker's id, for mcache */
+	int dir_err;                   /* -errno of the sync that failed, 0 while the dir is online (atomic) */
+	struct dirdel *dirdel;         /* removes renamed-away partition directories */
+	struct ckpt_writer *ckptw;     /* writes the checkpoints off the event loop */
+	int dir_fd;                    /* the log dir, open for its life: syncfs sees every writeback error since */
+	const struct mcache *mcache;   /* cluster mode: who leads what (registry_set_mcache) */
+	int32_t self;                  /* this broker's id, for mcache */
+	registry_leader_fn *leader_fn; /* cluster mode: LeaderAndIsr's leaders, asked before mcache */
+	void *leader_arg;
 };
 
 bool topic_name_valid(struct kstr name)
@@ -84,13 +86,22 @@ void registry_set_mcache(struct registry *reg, const struct mcache *mc, int32_t 
 	reg->self = self;
 }
 
+void registry_set_leader_fn(struct registry *reg, registry_leader_fn *fn, void *arg)
+{
+	reg->leader_fn = fn;
+	reg->leader_arg = arg;
+}
+
 /* Cluster mode: the leader the controller named, or -2 if the cache does not know the partition. */
 static int32_t registry_cached_leader(const struct registry *reg, const char *name, int32_t len, int32_t partition)
 {
 	const struct mcache_part *mp;
+	int32_t leader;
 
-	if (!reg->mcache || (len > 0 && topic_name_internal((struct kstr){ name, len })))
-		return -2; /* __consumer_offsets and __transaction_state stay per broker */
+	if (!reg->mcache)
+		return -2; /* a single node leads everything */
+	if (reg->leader_fn && (leader = reg->leader_fn(reg->leader_arg, name, len, partition)) != -2)
+		return leader; /* this broker's own role, from LeaderAndIsr */
 	mp = mcache_part(reg->mcache, name, len, partition);
 	return mp ? mp->leader : -2;
 }
@@ -101,23 +112,57 @@ int32_t registry_leader(const struct registry *reg, const struct topic *t, int32
 
 	if (leader != -2)
 		return leader;
-	return reg->mcache && !t->internal ? -1 : reg->cfg->node_id; /* cluster mode: not known led here (yet) */
+	return reg->mcache ? -1 : reg->cfg->node_id; /* cluster mode: not known led here (yet) */
+}
+
+int32_t registry_leader_epoch(const struct registry *reg, const struct topic *t, int32_t partition)
+{
+	const struct mcache_part *mp;
+
+	if (!reg->mcache)
+		return 0; /* a single node's leadership never changes: Metadata answers 0 */
+	mp = mcache_part(reg->mcache, t->name, (int32_t)strlen(t->name), partition);
+	return mp ? mp->leader_epoch : -1;
+}
+
+/*
+ * Cluster mode: the controller made this broker leader of part at epoch
+ * (LeaderAndIsr/UpdateMetadata), so the log's epoch cache records that
+ * epoch from the LEO on before anything is appended or answered under it
+ * (Kafka's makeLeader); a no-op once it has.
+ */
+static void registry_follow_epoch(const struct topic *t, int32_t partition, struct part *part)
+{
+	int32_t epoch = registry_leader_epoch(t->reg, t, partition);
+	int rc;
+
+	if (epoch <= part_leader_epoch(part))
+		return;
+	rc = part_set_leader_epoch(part, epoch);
+	if (rc)
+		log_warn("registry: '%s-%d': cannot record leader epoch %d: %s", t->name, partition, epoch,
+			 strerror(-rc));
 }
 
 struct part *registry_part(const struct topic *t, int32_t partition)
 {
+	struct part *part;
+
 	if (partition < 0 || partition >= t->nparts || registry_dir_failed(t->reg))
 		return NULL;
 	if (t->reg->mcache && registry_leader(t->reg, t, partition) != t->reg->self)
 		return NULL; /* another broker leads it (registry_part_error: NOT_LEADER_OR_FOLLOWER) */
-	return t->parts[partition];
+	part = t->parts[partition];
+	if (part && t->reg->mcache)
+		registry_follow_epoch(t, partition, part);
+	return part;
 }
 
 bool registry_part_known(struct registry *reg, struct kstr name, int32_t partition)
 {
 	struct topic *t;
 
-	if (reg->mcache && !topic_name_internal(name))
+	if (reg->mcache && name.p)
 		return mcache_part(reg->mcache, name.p, name.len, partition) != NULL;
 	t = name.p ? registry_find(reg, name) : NULL;
 	return t && registry_part(t, partition);
@@ -369,29 +414,78 @@ static int read_partition_metadata(const char *dir, struct kuuid *id)
 
 /* ---- meta.properties and checkpoints ---- */
 
-static int registry_load_meta(struct registry *reg)
+/* meta.properties as it is kept: node.id, and cluster.id once known. */
+static int registry_write_meta(struct registry *reg)
 {
 	char path[PATH_MAX], txt[256];
-	char *old, *p;
+
+	snprintf(path, sizeof(path), "%s/meta.properties", reg->dir);
+	snprintf(txt, sizeof(txt), "#gregor\nversion=1\nnode.id=%d\n%s%s%s", reg->cfg->node_id,
+		 reg->cluster_id[0] ? "cluster.id=" : "", reg->cluster_id, reg->cluster_id[0] ? "\n" : "");
+	return durable_replace_path(path, txt, strlen(txt));
+}
+
+/* The value of key= in a properties text, into out (truncated); false if absent. */
+static bool meta_value(const char *txt, const char *key, char *out, size_t size)
+{
+	size_t n = strlen(key);
+
+	for (const char *l = txt; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, key, n) && l[n] == '=') {
+			snprintf(out, size, "%.*s", (int)strcspn(l + n + 1, "\r\n"), l + n + 1);
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Reads meta.properties: a node.id (or Kafka's broker.id) other than the
+ * configured one is refused (-EINVAL, as Kafka's InconsistentBrokerIdException:
+ * the data belongs to another broker).  The cluster id kept is the file's, else
+ * the configured cluster.id; a single node without either makes one up, a
+ * cluster member learns it from ZooKeeper (registry_set_cluster_id()).
+ */
+static int registry_load_meta(struct registry *reg)
+{
+	char path[PATH_MAX], id[32];
+	char *old;
 	struct kuuid u;
 
 	snprintf(path, sizeof(path), "%s/meta.properties", reg->dir);
 	old = read_small_file(path);
-	if (old && (p = strstr(old, "cluster.id=")) != NULL) {
-		p += strlen("cluster.id=");
-		p[strcspn(p, "\r\n")] = '\0';
-		snprintf(reg->cluster_id, sizeof(reg->cluster_id), "%s", p);
+	if (old && (meta_value(old, "node.id", id, sizeof(id)) || meta_value(old, "broker.id", id, sizeof(id))) &&
+	    strtol(id, NULL, 10) != reg->cfg->node_id) {
+		log_error("configured broker.id %d does not match stored broker.id %s in %s: this log dir belongs to "
+			  "another broker (if you moved your data, configure its broker.id)",
+			  reg->cfg->node_id, id, path);
+		free(old);
+		return -EINVAL;
 	}
+	if (old)
+		meta_value(old, "cluster.id", reg->cluster_id, sizeof(reg->cluster_id));
 	free(old);
 	if (reg->cfg->cluster_id && reg->cfg->cluster_id[0])
 		snprintf(reg->cluster_id, sizeof(reg->cluster_id), "%s", reg->cfg->cluster_id);
-	if (!reg->cluster_id[0]) {
+	if (!reg->cluster_id[0] && !(reg->cfg->zookeeper_connect && reg->cfg->zookeeper_connect[0])) {
 		uuid_random(&u);
 		uuid_to_b64(&u, reg->cluster_id);
 	}
-	snprintf(txt, sizeof(txt), "#gregor\nversion=1\nnode.id=%d\ncluster.id=%s\n", reg->cfg->node_id,
-		 reg->cluster_id);
-	return durable_replace_path(path, txt, strlen(txt));
+	return registry_write_meta(reg);
+}
+
+int registry_set_cluster_id(struct registry *reg, const char *id)
+{
+	if (reg->cluster_id[0]) {
+		if (!strcmp(reg->cluster_id, id))
+			return 0;
+		log_error(
+			"the cluster id %s does not match the stored cluster.id %s in %s/meta.properties: this broker "
+			"is trying to join the wrong cluster (is zookeeper.connect right?)",
+			id, reg->cluster_id, reg->dir);
+		return -EINVAL;
+	}
+	snprintf(reg->cluster_id, sizeof(reg->cluster_id), "%s", id);
+	return registry_write_meta(reg);
 }
 
 /*
@@ -759,7 +853,7 @@ static int registry_prepare_dir(struct registry *reg)
 		return err;
 	}
 	err = registry_load_meta(reg);
-	if (err)
+	if (err && err != -EINVAL)
 		log_error("cannot write '%s/meta.properties': %s", reg->dir, strerror(-err));
 	reg->dir_fd = err ? -1 : open(reg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (!err && reg->dir_fd < 0) {

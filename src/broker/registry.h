@@ -85,7 +85,13 @@ struct reg_build {
 int registry_open(const struct broker_cfg *cfg, struct registry **out);
 /* Clean shutdown: closes partitions, writes checkpoints and, if every sync succeeded, the marker. */
 void registry_close(struct registry *reg);
-const char *registry_cluster_id(const struct registry *reg);
+const char *registry_cluster_id(const struct registry *reg); /* "" in cluster mode until known */
+/*
+ * Cluster mode: the cluster id read from ZooKeeper.  Written to
+ * meta.properties (durably) if none is stored; -EINVAL (logged) if another
+ * is: the broker is joining the wrong cluster.  0 or -errno.
+ */
+int registry_set_cluster_id(struct registry *reg, const char *id);
 
 struct topic *registry_find(struct registry *reg, struct kstr name);
 /*
@@ -124,15 +130,26 @@ struct topic **registry_topics(struct registry *reg, int *n);
 struct mcache;
 void registry_set_mcache(struct registry *reg, const struct mcache *mc, int32_t self);
 int32_t registry_leader(const struct registry *reg, const struct topic *t, int32_t partition);
+/*
+ * Cluster mode: fn answers registry_leader() first for the partitions it
+ * knows (the leader LeaderAndIsr named, broker/replica.h), -2 for the
+ * others, which the metadata cache answers.  NULL to stop.
+ */
+typedef int32_t registry_leader_fn(void *arg, const char *topic, int32_t len, int32_t partition);
+void registry_set_leader_fn(struct registry *reg, registry_leader_fn *fn, void *arg);
 /* True if the partition exists: in the cluster's metadata in cluster mode (wherever it is led), else here. */
 bool registry_part_known(struct registry *reg, struct kstr name, int32_t partition);
 /* Why a topic not held here is unusable: NOT_LEADER_OR_FOLLOWER if another broker leads it, else UNKNOWN_TOPIC_OR_PARTITION. */
 int16_t registry_missing_error(const struct registry *reg, struct kstr name, int32_t partition);
 /*
  * NULL if out of range or offline (its files could not be opened, or a
- * sync in the log directory failed: registry_fail_dir()).
+ * sync in the log directory failed: registry_fail_dir()).  Cluster mode:
+ * NULL unless this broker leads it; the first call under a new leader
+ * epoch records that epoch in the log's epoch cache (part_set_leader_epoch).
  */
 struct part *registry_part(const struct topic *t, int32_t partition);
+/* The current leader epoch as Metadata answers it: the controller's in cluster mode (-1 unknown), else 0. */
+int32_t registry_leader_epoch(const struct registry *reg, const struct topic *t, int32_t partition);
 /* Why registry_part() is NULL: UNKNOWN_TOPIC_OR_PARTITION (t may be NULL) or KAFKA_STORAGE_ERROR. */
 int16_t registry_part_error(const struct topic *t, int32_t partition);
 

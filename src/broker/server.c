@@ -23,17 +23,24 @@
 #include <unistd.h>
 
 #include "broker/api.h"
+#include "broker/authz.h"
 #include "broker/cshut.h"
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
+#include "broker/interbroker.h"
 #include "broker/park.h"
+#include "broker/quota_zk.h"
 #include "broker/registry.h"
+#include "broker/replica.h"
 #include "broker/cleaner.h"
 #include "broker/creator.h"
 #include "broker/stats.h"
 #include "broker/stats_snap.h"
+#include "broker/console.h"
 #include "broker/syncer.h"
 #include "broker/topic_zk.h"
+#include "broker/tls_settings.h"
+#include "broker/txn_verify.h"
 #include "cluster/cluster.h"
 #include "cluster/mcache.h"
 #include "log/partition.h"
@@ -170,6 +177,7 @@ static void server_on_closed(struct conn *c)
 {
 	fetch_park_conn_closed(c); /* its parked fetches are finished by the next fetch_wake */
 	stats_set_connections(--server_nconns);
+	stats_listener_conn(conn_listener(c), false);
 	server_ip_del(c);
 }
 
@@ -244,6 +252,7 @@ static void server_accept(struct loop_io *io, uint32_t events)
 
 			stats_set_connections(++server_nconns); /* both undone by server_on_closed */
 			stats_add(&stats_counters.connections_accepted, 1);
+			stats_listener_conn(cc.listener, true);
 			log_debug(LOGC_NET, "net", "%s: accepted", conn_peer(c));
 			if (n < 0 || n > b->cfg.max_connections_per_ip) {
 				log_warn("refusing a connection from %s: max.connections.per.ip=%d reached",
@@ -291,28 +300,10 @@ static int server_bind(const struct broker *b, const char *host, int32_t *port)
 /* The TLS context of an SSL listener from the ssl.* settings; -EINVAL (logged) when they are bad. */
 static int server_tls(struct broker *b, struct listener *l)
 {
-	static const char *const auth[] = { "none", "requested", "required" };
-	const struct broker_cfg *cfg = &b->cfg;
-	const char *n = l->name;
-	int a = cfg->ssl_client_auth >= 0 && cfg->ssl_client_auth < 3 ? cfg->ssl_client_auth : 0;
-	struct tls_cfg tc = {
-		.keystore_type = config_listener_ssl(cfg, n, "ssl.keystore.type", cfg->ssl_keystore_type),
-		.keystore_location = config_listener_ssl(cfg, n, "ssl.keystore.location", cfg->ssl_keystore_location),
-		.key_password = config_listener_ssl(cfg, n, "ssl.key.password", cfg->ssl_key_password),
-		.keystore_certificate_chain = config_listener_ssl(cfg, n, "ssl.keystore.certificate.chain",
-								  cfg->ssl_keystore_certificate_chain),
-		.keystore_key = config_listener_ssl(cfg, n, "ssl.keystore.key", cfg->ssl_keystore_key),
-		.truststore_type = config_listener_ssl(cfg, n, "ssl.truststore.type", cfg->ssl_truststore_type),
-		.truststore_location =
-			config_listener_ssl(cfg, n, "ssl.truststore.location", cfg->ssl_truststore_location),
-		.truststore_certificates =
-			config_listener_ssl(cfg, n, "ssl.truststore.certificates", cfg->ssl_truststore_certificates),
-		.client_auth = config_listener_ssl(cfg, n, "ssl.client.auth", auth[a]),
-		.enabled_protocols = config_listener_ssl(cfg, n, "ssl.enabled.protocols", cfg->ssl_enabled_protocols),
-		.cipher_suites = config_listener_ssl(cfg, n, "ssl.cipher.suites", cfg->ssl_cipher_suites),
-	};
+	struct tls_cfg tc;
 	char err[512];
 
+	tls_settings_of(&b->cfg, l->name, &tc);
 	if (tls_ctx_new(&tc, &l->tls, err, sizeof(err))) {
 		log_error("listener %s: %s", l->name, err);
 		return -EINVAL;
@@ -335,6 +326,33 @@ static int server_sasl_mech(const struct listener *l, const char *p, size_t len)
 		log_error("listener %s: sasl.enabled.mechanisms: %.*s is not supported (PLAIN, SCRAM-SHA-256, "
 			  "SCRAM-SHA-512)",
 			  l->name, (int)len, p);
+	return 0;
+}
+
+/* connections.max.reauth.ms of each mechanism of l: listener.name.<l>.<mech>., then listener.name.<l>., then broker-wide. */
+static int server_sasl_reauth(struct broker *b, struct listener *l)
+{
+	static const char *const keys[] = { "plain.connections.max.reauth.ms",
+					    "scram-sha-256.connections.max.reauth.ms",
+					    "scram-sha-512.connections.max.reauth.ms" };
+
+	for (int i = 0; i < 3; i++) {
+		const char *v =
+			config_listener_ssl(&b->cfg, l->name, keys[i],
+					    config_listener_ssl(&b->cfg, l->name, "connections.max.reauth.ms", NULL));
+		char *end;
+
+		l->reauth_ms[i] = b->cfg.connections_max_reauth_ms;
+		if (!v)
+			continue;
+		errno = 0;
+		l->reauth_ms[i] = strtoll(v, &end, 10);
+		if (errno || end == v || *end || l->reauth_ms[i] < 0) {
+			log_error("listener %s: connections.max.reauth.ms: '%s' is not a number of ms >= 0", l->name,
+				  v);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
@@ -368,6 +386,8 @@ static int server_sasl(struct broker *b, struct listener *l)
 		log_error("listener %s: sasl.enabled.mechanisms names no mechanism", l->name);
 		return -EINVAL;
 	}
+	if (server_sasl_reauth(b, l))
+		return -EINVAL;
 	if ((l->sasl_mechs & ~SASL_MECHS_PLAIN) && sasl_scram_load(b))
 		return -EINVAL;
 	if (!(l->sasl_mechs & SASL_MECHS_PLAIN))
@@ -610,6 +630,7 @@ static void server_housekeeping(struct loop_timer *t)
 	}
 	server_checkpoint(b, now);
 	produce_flush_policy(b, now);
+	replica_tick(b, now);
 	conn_close_idle(now); /* connections.max.idle.ms */
 	/* min.incremental.fetch.session.eviction.ms */
 	fetch_sessions_expire(b, now);
@@ -626,7 +647,9 @@ static void server_on_wake(void *arg)
 	syncer_take_synced(b->syncer, fetch_park_notify); /* their high watermarks moved */
 	cleaner_on_wake(b->cleaner);                      /* a compaction pass finished */
 	creator_on_wake(b->creator);                      /* topics and partitions made */
+	replica_on_made(b);                               /* their roles, if a LeaderAndIsr came first */
 	stats_on_wake(b);                                 /* /metrics asked for a snapshot */
+	console_on_wake(b);                               /* the web console's asks */
 }
 
 /* The syncer thread saw a sync fail: nothing in the log dir is trusted any more. */
@@ -641,11 +664,13 @@ void broker_after_events(void *arg)
 {
 	struct broker *b = arg;
 
+	replica_after_events(b);  /* acks=all waits on moved high watermarks, fetches whose sync is done */
 	syncer_kick(b->syncer);   /* one round for everything this pass appended */
 	creator_kick(b->creator); /* one round for every topic and partition this pass asked for */
 	fetch_wake(b);            /* only the fetches made ready by appends, syncs or closes */
 	conn_resume();
 	conn_reap();
+	stats_note_member(b); /* /health/ready: registered, with metadata */
 }
 
 /*
@@ -686,6 +711,19 @@ static void server_on_cluster_fatal(void *arg, int code)
 	loop_stop(b->loop);
 }
 
+/* /cluster/id: kept in meta.properties the first time, refused if another is kept there. */
+static int server_on_cluster_id(void *arg, const char *id)
+{
+	struct broker *b = arg;
+	int err = registry_set_cluster_id(b->reg, id);
+
+	if (err && err != -EINVAL)
+		log_error("cannot write the cluster id to meta.properties: %s", strerror(-err));
+	if (!err)
+		snprintf(b->cluster_id, sizeof(b->cluster_id), "%s", id);
+	return err;
+}
+
 /*
  * Cluster mode: registers the listener served, under its name and with
  * the advertised host and port server_listen() settled on.
@@ -701,16 +739,30 @@ static int server_cluster_start(struct broker *b)
 		.endpoints = b->cluster_endpoint,
 		.protocol_map = b->cfg.listener_security_protocol_map,
 		.client_listener = b->listener_name,
+		.inter_listener = b->inter_listener,
 		.on_fatal = server_on_cluster_fatal,
 		.fatal_arg = b,
+		.on_cluster_id = server_on_cluster_id,
 		.on_topic_config = topic_zk_config_changed,
 		.topic_config_arg = b,
+		.unclean_leader_election_enable = b->cfg.unclean_leader_election_enable,
+		.auto_leader_rebalance_enable = b->cfg.auto_leader_rebalance_enable,
+		.leader_imbalance_check_interval_ms = b->cfg.leader_imbalance_check_interval_seconds * 1000,
+		.leader_imbalance_per_broker_percentage = b->cfg.leader_imbalance_per_broker_percentage,
+		.on_acls = authz_on() ? authz_zk_loaded : NULL,
+		.on_user_config = scram_users_changed,
+		.user_config_arg = b,
+		.on_quota_config = quota_zk_changed,
+		.quota_config_arg = b,
 	};
 	size_t at = 0;
 
 	if (!b->cfg.zookeeper_connect)
 		return 0;
 	snprintf(b->listener_name, sizeof(b->listener_name), "%s", b->listeners[0].name);
+	if (interbroker_start(b))
+		return -EINVAL;
+	cc.inter_sec = b->inter_sec;
 	for (int i = 0; i < b->nlisteners; i++) {
 		struct listener *l = &b->listeners[i];
 		bool v6;
@@ -730,6 +782,9 @@ static int server_cluster_start(struct broker *b)
 		return -ENOMEM;
 	mcache_init(b->mcache);
 	registry_set_mcache(b->reg, b->mcache, b->node_id);
+	if (replica_start(b))
+		return -ENOMEM;
+	registry_set_leader_fn(b->reg, replica_leader, b);
 	return cluster_start(b->loop, &cc, &b->cluster);
 }
 
@@ -763,6 +818,10 @@ int server_start(struct broker *b)
 		err = fetch_sessions_start(b);
 	if (!err)
 		err = quotas_start(b);
+	if (!err)
+		err = authz_start(b);
+	if (!err)
+		err = scram_users_start(b);
 	if (!err && (err = server_listen(b)) == -EINVAL)
 		b->exit_code = 2; /* bad listeners or ssl.* settings (logged) */
 	if (!err)
@@ -771,6 +830,7 @@ int server_start(struct broker *b)
 		return err;
 	loop_on_wake(b->loop, server_on_wake, b);
 	stats_attach(b);
+	console_attach(b);
 	stats_set_ready(true); /* log dirs loaded, listener up */
 	loop_on_idle(b->loop, broker_after_events, b);
 	loop_timer_init(&b->accept_pause, server_accept_resume);
@@ -808,10 +868,13 @@ void server_stop(struct broker *b)
 
 	stats_set_ready(false);
 	stats_detach(); /* a scrape from now on gets the last snapshot at once */
+	console_detach();
 	loop_timer_cancel(b->loop, &b->accept_pause);
 	cshut_stop();
 	cluster_stop(b->cluster); /* first: the registration and /controller go at once */
 	b->cluster = NULL;
+	registry_set_leader_fn(b->reg, NULL, NULL);
+	replica_stop(b); /* fetchers, parked acks=all produces, replication-offset-checkpoint */
 	if (b->mcache) {
 		registry_set_mcache(b->reg, NULL, b->node_id);
 		mcache_free(b->mcache);
@@ -831,13 +894,18 @@ void server_stop(struct broker *b)
 	server_log_sync_stats(b);
 	syncer_stop(b->syncer); /* syncs what is still dirty */
 	park_drop();            /* their connections are gone */
+	txn_verify_stop(b);     /* produces waiting for a coordinator on another broker */
 	req_drop_held();        /* replies held for a throttle time */
+	sasl_closing_drop(b);   /* connections of failed bare SASL tokens */
 	groups_stop(b);         /* answers parked JoinGroup/SyncGroup */
 	txns_stop(b);
 	conn_reap();
 	fetch_sessions_stop(b); /* after the last parked fetch is answered */
 	quotas_stop();
+	authz_stop();
+	scram_users_stop(b);
 	registry_close(b->reg);
+	interbroker_stop(b); /* after the last inter-broker connection */
 	close(server_signal_io.fd);
 	loop_free(b->loop);
 	log_info("clean shutdown complete in %lld ms", (long long)(clock_mono_ms() - t0));

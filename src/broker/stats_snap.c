@@ -6,19 +6,34 @@
 #include "broker/stats_snap.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/fetch_park.h"
+#include "broker/park.h"
 #include "broker/quota.h"
 #include "broker/registry.h"
+#include "broker/replica.h"
 #include "broker/stats.h"
+#include "cluster/cluster.h"
+#include "cluster/mcache.h"
 #include "coord/group.h"
 #include "coord/group_store.h"
+#include "coord/txn.h"
 #include "log/partition.h"
 #include "net/loop.h"
 #include "util/clock.h"
 #include "util/log.h"
+
+_Static_assert(BROKER_LISTENERS_MAX <= STATS_LISTENERS, "a connection count per listener");
+_Static_assert(sizeof(((struct stats_snap *)0)->listeners) / sizeof(((struct stats_snap *)0)->listeners[0]) ==
+		       STATS_LISTENERS,
+	       "stats_snap.listeners holds STATS_LISTENERS names");
+
+_Static_assert(sizeof(((struct stats_snap *)0)->txns_by_state) / sizeof(int32_t) == TXN_STATE_COUNT,
+	       "a count per transaction state");
 
 /* publication */
 static pthread_mutex_t stats_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -149,6 +164,14 @@ static bool stats_snap_groups(struct broker *b, struct stats_snap *s)
 	return true;
 }
 
+static void stats_snap_txn(void *arg, const struct txn_info *ti)
+{
+	struct stats_snap *s = arg;
+
+	if ((int)ti->state >= 0 && (int)ti->state < TXN_STATE_COUNT)
+		s->txns_by_state[ti->state]++;
+}
+
 /* A label value in place: bytes outside printable ASCII, quotes and backslashes become '_'. */
 static void stats_label_fix(char *p)
 {
@@ -179,6 +202,29 @@ static bool stats_snap_quotas(struct stats_snap *s)
 	return true;
 }
 
+/* Cluster mode: replication as this broker sees it, and the controller's figures. */
+static void stats_snap_cluster(struct broker *b, struct stats_snap *s)
+{
+	struct replica_counts rc;
+
+	if (!b->cluster)
+		return;
+	s->clustered = true;
+	replica_counts(b, &rc);
+	s->under_replicated = rc.under_replicated;
+	s->under_min_isr = rc.under_min_isr;
+	s->at_min_isr = rc.at_min_isr;
+	s->replica_max_lag = rc.max_lag;
+	s->purgatory_produce += rc.produces_waiting;
+	s->active_controller = cluster_is_controller(b->cluster);
+	s->offline_partitions = cluster_offline_partitions(b->cluster);
+}
+
+void stats_note_member(struct broker *b)
+{
+	stats_set_member(!b->cluster || (cluster_registered(b->cluster) && b->mcache && b->mcache->filled));
+}
+
 static struct stats_snap *stats_snap_build(struct broker *b)
 {
 	struct stats_snap *s = calloc(1, sizeof(*s));
@@ -188,6 +234,13 @@ static struct stats_snap *stats_snap_build(struct broker *b)
 	s->refs = 1;
 	s->taken_ms = clock_wall_ms();
 	s->connections = stats_connections();
+	for (int i = 0; i < b->nlisteners && i < STATS_LISTENERS; i++, s->nlisteners++)
+		snprintf(s->listeners[i], sizeof(s->listeners[i]), "%s", b->listeners[i].name);
+	if (b->txns)
+		txn_coord_each(b->txns, stats_snap_txn, s);
+	stats_snap_cluster(b, s); /* before the purgatory sizes: adds the produces waiting for the ISR */
+	s->purgatory_produce += park_count(API_Produce);
+	s->purgatory_fetch = fetch_park_count();
 	if (!stats_snap_topics(b, s) || !stats_snap_groups(b, s) || !stats_snap_quotas(s)) {
 		log_error("metrics: out of memory taking a snapshot");
 		stats_snap_free(s);

@@ -39,11 +39,21 @@ struct stats_snap {
 	int32_t ntopics, nparts;
 	struct stats_topic *topics;
 	struct stats_part *parts;
-	int32_t leaders;             /* partitions this broker leads */
+	int32_t leaders; /* partitions this broker leads */
+	bool clustered;  /* cluster mode: the replication and controller figures below apply */
+	int32_t under_replicated, under_min_isr, at_min_isr; /* replica.h, struct replica_counts */
+	int64_t replica_max_lag;
+	int32_t active_controller;   /* 1 on the active controller */
+	int32_t offline_partitions;  /* the controller's: partitions with leader -1 */
+	int32_t purgatory_produce;   /* produces waiting for a sync round or the ISR */
+	int32_t purgatory_fetch;     /* fetches waiting for data (long poll) */
 	int32_t nlags, lags_dropped; /* lags past STATS_LAGS_MAX are counted, not listed */
 	struct stats_lag *lags;
 	int32_t groups_by_state[5]; /* enum group_state */
+	int32_t txns_by_state[8];   /* transactional ids this coordinator holds, by enum txn_state */
 	int32_t connections;
+	int32_t nlisteners;
+	char listeners[8][64];       /* their names (STATS_LISTENERS), indexed as conn_listener() */
 	int32_t nquotas;             /* client rates, at most STATS_QUOTAS_MAX */
 	struct quota_metric *quotas; /* labels sanitised as group ids are */
 	int refs;                    /* under the publication lock */
@@ -53,6 +63,8 @@ struct stats_snap {
 void stats_attach(struct broker *b);
 /* Loop thread, from the broker's wake-up callback: builds a snapshot if one was asked for. */
 void stats_on_wake(struct broker *b);
+/* Loop thread, after each pass: tells /health/ready whether this broker is a cluster member (stats_set_member). */
+void stats_note_member(struct broker *b);
 /* Loop thread, at shutdown: no more snapshots (waiters get the last one at once). */
 void stats_detach(void);
 /*

@@ -73,7 +73,7 @@ static bool syncer_has(struct part **v, int n, struct part *part)
 }
 
 /* Syncs every partition of a round; once one failed, nothing more is synced. */
-static int syncer_round(struct syncer *s, struct part **parts, int n, bool broken)
+static int syncer_round(struct syncer *s, struct part **parts, int n, bool broken, uint64_t *bytes)
 {
 	int failed = broken;
 
@@ -84,7 +84,10 @@ static int syncer_round(struct syncer *s, struct part **parts, int n, bool broke
 		s->next_busy = i + 1; /* from here on part_sync may have collected parts[i] */
 		*part_sync_mark(parts[i]) = SYNCER_IDLE;
 		pthread_mutex_unlock(&s->mu);
+		uint64_t before = part_synced_bytes(parts[i]);
+
 		err = part_sync(parts[i]);
+		*bytes += part_synced_bytes(parts[i]) - before;
 
 		if (err) {
 			log_error("fdatasync failed: %s: nothing more is synced or acknowledged", strerror(-err));
@@ -133,7 +136,7 @@ static void *syncer_main(void *arg)
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
-		uint64_t round;
+		uint64_t round, bytes;
 		int64_t t0;
 		int failed;
 		bool broken, slept = false;
@@ -158,10 +161,11 @@ static void *syncer_main(void *arg)
 		broken = s->failed_round != 0 || durable_failed(); /* a sync outside the rounds failed */
 		pthread_mutex_unlock(&s->mu);
 		t0 = clock_mono_us();
-		failed = syncer_round(s, s->busy, s->nbusy, broken);
+		bytes = 0;
+		failed = syncer_round(s, s->busy, s->nbusy, broken, &bytes);
 		pthread_mutex_lock(&s->mu);
 		syncer_count(s, clock_mono_us() - t0);
-		stats_sync_round(clock_mono_us() - t0, (uint64_t)s->nbusy);
+		stats_sync_round(clock_mono_us() - t0, (uint64_t)s->nbusy, bytes);
 		syncer_mark_all(s->busy, s->nbusy, SYNCER_PENDING, SYNCER_IDLE); /* a failed round stops early */
 		syncer_keep_synced(s);
 		if (failed && !s->failed_round)

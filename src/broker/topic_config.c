@@ -103,9 +103,9 @@ static const struct conf_def defs[] = {
 	I64("min.compaction.lag.ms", min_compaction_lag_ms, 0, I64MAX, "0",
 	    "Shortest time a record stays uncompacted. Default: `log.cleaner.min.compaction.lag.ms`."),
 	I32("min.insync.replicas", min_insync_replicas, 1, I32MAX, "1",
-	    "Replicas that must have an acks=all batch: above 1 an acks=all produce fails with NOT_ENOUGH_REPLICAS "
-	    "on a single node (Kafka's check against the in-sync replica set); acks=0/1 are not affected. "
-	    "Default: `min.insync.replicas`."),
+	    "Replicas that must have an acks=all batch: an acks=all produce to a partition whose in-sync replica "
+	    "set is smaller fails with NOT_ENOUGH_REPLICAS (a single node is its partitions' whole set); acks=0/1 "
+	    "are not affected. Default: `min.insync.replicas`."),
 	ENUM("preallocate", preallocate, "false|true", "false",
 	     "`true`: each new active segment file is allocated to `segment.bytes` when it is created (fallocate), "
 	     "and cut back to its data when it rolls, at shutdown and at recovery (which reads the zero tail as "
@@ -127,7 +127,8 @@ static const struct conf_def defs[] = {
 	    "Age at which the active segment rolls, in broker time since its first append (producer timestamps do "
 	    "not count). Default: `log.roll.ms`, `log.roll.hours`."),
 	BOOL("unclean.leader.election.enable", unclean_leader_election_enable, "false",
-	     "Accepted, no effect on a single node. Default: `unclean.leader.election.enable`."),
+	     "Cluster mode: the controller may elect a replica not in the ISR when no ISR member is live. "
+	     "Default: `unclean.leader.election.enable`."),
 };
 
 _Static_assert(sizeof(defs) / sizeof(defs[0]) == TOPIC_CFG_NKEYS, "TOPIC_CFG_NKEYS");

@@ -109,7 +109,58 @@ int topic_zk_autocreate(struct req *rq, struct kstr name, int32_t nparts, const 
 	return topic_zk_create(rq, &in, nparts, 1, id, done, arg);
 }
 
-int topic_zk_config_write(struct broker *b, const struct topic *t)
+/* cluster_done_fn of topic_zk_create_internal: arg is the topic's name (malloc'd). */
+static void topic_zk_internal_done(void *arg, int err)
+{
+	if (err && err != -EEXIST)
+		log_error("cannot create %s in zookeeper: %s", (char *)arg, strerror(-err));
+	else if (!err)
+		log_info("%s written to zookeeper", (char *)arg);
+	free(arg);
+}
+
+int topic_zk_create_internal(struct req *rq, const char *name, int32_t nparts, int32_t rf, int32_t min_isr,
+			     int32_t segment_bytes)
+{
+	struct CreateTopicsRequestConfig cfg[4];
+	struct CreateTopicsRequestTopic in;
+	int32_t live = topic_zk_live(rq->b), ncfg = 0;
+	char *segment = req_alloc(rq, 16, 1), *isr = req_alloc(rq, 16, 1), *arg;
+	struct kuuid id;
+	int rc;
+
+	if (rf > live) {
+		log_warn("%s: replication factor %d is more than the %d live brokers; created with %d", name, rf, live,
+			 live);
+		rf = live;
+	}
+	snprintf(segment, 16, "%d", segment_bytes);
+	snprintf(isr, 16, "%d", min_isr < rf ? min_isr : rf);
+	cfg[ncfg++] = (struct CreateTopicsRequestConfig){ KSTR("cleanup.policy"), KSTR("compact") };
+	cfg[ncfg++] = (struct CreateTopicsRequestConfig){ KSTR("retention.ms"), KSTR("-1") };
+	cfg[ncfg++] = (struct CreateTopicsRequestConfig){ KSTR("segment.bytes"), kstr_c(segment) };
+	if (min_isr > 0)
+		cfg[ncfg++] = (struct CreateTopicsRequestConfig){ KSTR("min.insync.replicas"), kstr_c(isr) };
+	CreateTopicsRequestTopic_init(&in);
+	in.Name = kstr_c(name);
+	in.NumPartitions = nparts;
+	in.ReplicationFactor = (int16_t)rf;
+	in.Configs = (struct CreateTopicsRequestConfig_array){ cfg, ncfg };
+	uuid_random(&id);
+	if (!(arg = strdup(name)))
+		return -ENOMEM;
+	rc = topic_zk_create(rq, &in, nparts, rf, &id, topic_zk_internal_done, arg);
+	if (rc) {
+		log_error("cannot create %s in zookeeper: %s", name, strerror(-rc));
+		free(arg);
+	} else {
+		log_info("creating %s in zookeeper: %d partitions, replication factor %d", name, nparts, rf);
+	}
+	return rc;
+}
+
+int topic_zk_config_write(struct broker *b, const char *name, const struct topic_cfg *cfg, cluster_done_fn *done,
+			  void *arg)
 {
 	const struct conf_table *tab = topic_cfg_table();
 	const char **names = calloc(tab->ndefs + 1, sizeof(*names));
@@ -121,7 +172,7 @@ int topic_zk_config_write(struct broker *b, const struct topic *t)
 		const char *key = tab->defs[i].name;
 		char *v = text + i * TOPIC_ZK_VALUE_MAX;
 
-		if (!topic_cfg_is_set(&t->cfg, key) || topic_cfg_get(&t->cfg, key, v, TOPIC_ZK_VALUE_MAX, NULL, NULL))
+		if (!topic_cfg_is_set(cfg, key) || topic_cfg_get(cfg, key, v, TOPIC_ZK_VALUE_MAX, NULL, NULL))
 			continue;
 		names[n] = key;
 		values[n++] = v;
@@ -129,7 +180,7 @@ int topic_zk_config_write(struct broker *b, const struct topic *t)
 	if (names && values && text)
 		config = znode_topic_config_encode(names, values, n);
 	if (config)
-		rc = cluster_topic_config_write(b->cluster, t->name, config);
+		rc = cluster_topic_config_write(b->cluster, name, config, done, arg);
 	free(config);
 	free(text);
 	free(values);

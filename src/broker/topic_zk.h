@@ -32,13 +32,25 @@ int topic_zk_autocreate(struct req *rq, struct kstr name, int32_t nparts, const 
 			void *arg);
 
 /*
- * Cluster mode: after AlterConfigs changed t's config here, writes its
- * overrides to /config/topics/<t> and a change notification, so every
- * broker applies them (cluster.h).  0 or -errno (logged by the caller).
+ * An internal topic (__consumer_offsets), as Kafka makes it on the first
+ * FindCoordinator that needs it: nparts partitions, rf replicas clamped
+ * (with a warning) to the live brokers, cleanup.policy=compact, no time
+ * retention, segment_bytes segments and, if min_isr > 0, that
+ * min.insync.replicas (clamped to rf).  Logs the outcome; 0 or -errno.
  */
-struct topic;
+int topic_zk_create_internal(struct req *rq, const char *name, int32_t nparts, int32_t rf, int32_t min_isr,
+			     int32_t segment_bytes);
+
+/*
+ * Cluster mode: AlterConfigs writes cfg's overrides as topic name's
+ * /config/topics/<t> and a change notification, so every broker applies
+ * them (cluster.h); done as cluster_topic_config_write() calls it.  0 or
+ * -errno (then done is not called).
+ */
+struct topic_cfg;
 #define TOPIC_ZK_VALUE_MAX 4096
-int topic_zk_config_write(struct broker *b, const struct topic *t);
+int topic_zk_config_write(struct broker *b, const char *name, const struct topic_cfg *cfg, cluster_done_fn *done,
+			  void *arg);
 /* cluster_cfg.on_topic_config: reads /config/topics/<topic> and applies it to the topic here, if held. */
 void topic_zk_config_changed(void *arg, const char *topic);
 

@@ -42,6 +42,7 @@ struct chan {
 struct channel {
 	struct loop *loop;
 	int32_t self_id;
+	const struct nclient_sec *sec;
 	int32_t next_corr;
 	struct chan **chans;
 	int nchans;
@@ -106,8 +107,9 @@ static struct chan *chan_open(struct channel *ch, const struct cluster_broker *b
 {
 	struct chan *c = calloc(1, sizeof(*c));
 	struct nclient_cfg cfg = {
-		.host = b->host,
-		.port = b->port,
+		.host = b->inter_host,
+		.port = b->inter_port,
+		.sec = ch->sec,
 		.out_max = 256 << 20,
 		.frame_max = 64 << 20,
 		.on_state = chan_on_state,
@@ -118,11 +120,12 @@ static struct chan *chan_open(struct channel *ch, const struct cluster_broker *b
 		return NULL;
 	c->ch = ch;
 	c->id = b->id;
-	strcpy(c->host, b->host);
-	c->port = b->port;
+	strcpy(c->host, b->inter_host);
+	c->port = b->inter_port;
 	cfg.arg = c;
 	if (nclient_new(ch->loop, &cfg, &c->nc)) {
-		log_error("controller: cannot open a channel to broker %d (%s:%d)", b->id, b->host, b->port);
+		log_error("controller: cannot open a channel to broker %d (%s:%d)", b->id, b->inter_host,
+			  b->inter_port);
 		free(c);
 		return NULL;
 	}
@@ -137,13 +140,14 @@ static void chan_close(struct chan *c)
 	free(c);
 }
 
-int channel_new(struct loop *loop, int32_t self_id, struct channel **out)
+int channel_new(struct loop *loop, int32_t self_id, const struct nclient_sec *sec, struct channel **out)
 {
 	struct channel *ch = calloc(1, sizeof(*ch));
 
 	if (!ch)
 		return -ENOMEM;
 	ch->loop = loop;
+	ch->sec = sec;
 	ch->self_id = self_id;
 	ch->next_corr = 1;
 	*out = ch;
@@ -185,7 +189,7 @@ void channel_set_brokers(struct channel *ch, const struct cluster_broker *b, int
 	for (int i = 0; i < n; i++) {
 		struct chan *c = channel_find(ch, b[i].id);
 
-		if (c && (strcmp(c->host, b[i].host) || c->port != b[i].port)) {
+		if (c && (strcmp(c->host, b[i].inter_host) || c->port != b[i].inter_port)) {
 			c = NULL; /* re-registered elsewhere: the old channel goes below */
 		}
 		if (!c)

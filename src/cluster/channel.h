@@ -21,8 +21,9 @@
 #include "net/loop.h"
 
 struct channel;
+struct nclient_sec;
 
-int channel_new(struct loop *loop, int32_t self_id, struct channel **out);
+int channel_new(struct loop *loop, int32_t self_id, const struct nclient_sec *sec, struct channel **out);
 void channel_free(struct channel *ch);
 /* Opens channels to brokers not known yet, closes those of brokers not in b[0..n). */
 void channel_set_brokers(struct channel *ch, const struct cluster_broker *b, int n);

@@ -27,6 +27,9 @@
 
 #include "cluster/controller.h"
 #include "cluster/deleter.h"
+#include "cluster/reassign.h"
+#include "cluster/alterpart.h"
+#include "cluster/change.h"
 #include "cluster/channel.h"
 #include "cluster/confchange.h"
 #include "cluster/leaders.h"
@@ -72,15 +75,28 @@ struct cluster {
 	int64_t down_since_ms;          /* when the connection was lost (for log lines) */
 	struct cluster_broker *brokers; /* the cache, sorted by id */
 	int nbrokers;
-	unsigned list_seq;       /* the latest listing of /brokers/ids */
-	bool listed;             /* brokers holds a listing read in this process */
-	struct leaders leaders;  /* as controller: the partition states (leaders.h) */
-	struct deleter deleter;  /* as controller: topics marked for deletion (deleter.h) */
-	struct channel *channel; /* as controller: the requests to every broker (channel.h) */
-	struct pidblock pids;    /* producer ids from /latest_producer_id_block (pidblock.h) */
-	struct confchange confs; /* /config/changes followed (confchange.h) */
+	unsigned list_seq;        /* the latest listing of /brokers/ids */
+	bool listed;              /* brokers holds a listing read in this process */
+	struct leaders leaders;   /* as controller: the partition states (leaders.h) */
+	struct deleter deleter;   /* as controller: topics marked for deletion (deleter.h) */
+	struct reassign reassign; /* as controller: partition reassignments (reassign.h) */
+	int32_t *broker_ids;      /* the ids of brokers, for reassign.brokers */
+	struct channel *channel;  /* as controller: the requests to every broker (channel.h) */
+	struct pidblock pids;     /* producer ids from /latest_producer_id_block (pidblock.h) */
+	struct confchange confs;  /* /config/changes followed (confchange.h) */
+	struct aclzk acls;        /* /kafka-acl* followed, with an authorizer (aclzk.h) */
 	struct cluster_broker_epoch shutting[CLUSTER_SHUTTING_MAX]; /* as controller: in controlled shutdown */
 	int nshutting;
+	struct loop_timer rebalance_timer; /* as controller: leader.imbalance.check.interval.seconds */
+	bool rebalancing;                  /* a rebalance's elections are under way */
+	struct alterpart *alters;          /* as a leader: ISR changes sent to the controller (alterpart.h) */
+};
+
+/* A request's state changes under way (change.h), for the caller's done. */
+struct cluster_change {
+	struct cluster *cl;
+	cluster_change_fn *done;
+	void *arg;
 };
 
 /* One listing of /brokers/ids under way: the registrations read so far. */
@@ -154,7 +170,15 @@ static void cluster_prune_shutting(struct cluster *cl)
 }
 
 /* As controller, once the live brokers are known: bring the partition states in line with them. */
+static void cluster_run_leaders_bounced(struct cluster *cl, const int32_t *bounced, int nbounced);
+
 static void cluster_run_leaders(struct cluster *cl)
+{
+	cluster_run_leaders_bounced(cl, NULL, 0);
+}
+
+/* bounced: brokers that registered again since the last listing (leaders_run_bounced). */
+static void cluster_run_leaders_bounced(struct cluster *cl, const int32_t *bounced, int nbounced)
 {
 	int32_t *ids;
 	int n = 0;
@@ -174,7 +198,7 @@ static void cluster_run_leaders(struct cluster *cl)
 	for (int i = 0; i < cl->nbrokers; i++)
 		if (!cluster_shutting(cl, cl->brokers[i].id))
 			ids[n++] = cl->brokers[i].id;
-	leaders_run(&cl->leaders, ids, n, cl->ctl.epoch, cl->ctl.epoch_version);
+	leaders_run_bounced(&cl->leaders, ids, n, bounced, nbounced, cl->ctl.epoch, cl->ctl.epoch_version);
 	free(ids);
 }
 
@@ -195,11 +219,41 @@ static void cluster_on_pass(void *arg, const struct leaders_state *parts, int n,
 	struct cluster *cl = arg;
 	struct notify_ctx nc = cluster_notify_ctx(cl);
 
-	(void)live;
-	(void)nlive;
 	if (!controller_is_active(&cl->ctl) || epoch != cl->ctl.epoch)
 		return;
 	notify_pass(&nc, parts, n);
+	reassign_on_pass(&cl->reassign, parts, n, live, nlive);
+}
+
+/* reassign_stop_fn: a removed replica deletes its copies. */
+static void cluster_on_reassign_stop(void *arg, int32_t broker, const struct reassign_stop *v, int n)
+{
+	struct cluster *cl = arg;
+	struct notify_ctx nc = cluster_notify_ctx(cl);
+	struct notify_part *parts = malloc(sizeof(*parts) * (size_t)(n ? n : 1));
+
+	if (!parts)
+		return;
+	for (int i = 0; i < n; i++)
+		parts[i] = (struct notify_part){ .topic = v[i].topic, .partition = v[i].partition };
+	if (controller_is_active(&cl->ctl))
+		notify_stop(&nc, broker, parts, n);
+	free(parts);
+}
+
+/* The registered broker ids (reassign.brokers). */
+static const int32_t *cluster_broker_ids(void *arg, int *n)
+{
+	struct cluster *cl = arg;
+	int32_t *ids = realloc(cl->broker_ids, sizeof(*ids) * (size_t)(cl->nbrokers ? cl->nbrokers : 1));
+
+	*n = 0;
+	if (!ids)
+		return NULL;
+	cl->broker_ids = ids;
+	for (int i = 0; i < cl->nbrokers; i++)
+		ids[(*n)++] = cl->brokers[i].id;
+	return ids;
 }
 
 /* deleter_topic_fn: every live broker drops the topic's partitions. */
@@ -212,31 +266,64 @@ static void cluster_on_delete(void *arg, const char *topic, int32_t nparts)
 		notify_delete(&nc, topic, nparts);
 }
 
+static void cluster_arm_rebalance(struct cluster *cl)
+{
+	if (cl->cfg.auto_leader_rebalance_enable && cl->cfg.leader_imbalance_check_interval_ms > 0)
+		loop_timer_set(cl->loop, &cl->rebalance_timer,
+			       clock_mono_ms() + cl->cfg.leader_imbalance_check_interval_ms);
+}
+
 static void cluster_on_active(void *arg)
 {
 	struct cluster *cl = arg;
 
 	deleter_run(&cl->deleter);
 	cluster_run_leaders(cl);
+	reassign_run_znode(&cl->reassign);
+	cluster_arm_rebalance(cl);
+}
+
+/*
+ * The brokers of the listing ls that were listed before under another
+ * registration (broker epoch): each died and registered again between two
+ * listings.  Logged; *n of them in out (room for ls->n).
+ */
+static void cluster_bounced(const struct cluster *cl, const struct cluster_listing *ls, int32_t *out, int *n)
+{
+	*n = 0;
+	for (int i = 0; i < ls->n; i++)
+		for (int j = 0; j < cl->nbrokers; j++)
+			if (cl->brokers[j].id == ls->brokers[i].id && cl->brokers[j].epoch != ls->brokers[i].epoch) {
+				log_info("broker %d bounced: registered again (broker epoch %lld, was %lld) since the "
+					 "brokers were last listed; handled as a failure followed by a start-up",
+					 ls->brokers[i].id, (long long)ls->brokers[i].epoch,
+					 (long long)cl->brokers[j].epoch);
+				out[(*n)++] = ls->brokers[i].id;
+			}
 }
 
 /* Logs the membership when it changed, then installs the listing's brokers. */
 static void cluster_publish(struct cluster *cl, struct cluster_listing *ls)
 {
 	bool same = ls->n == cl->nbrokers;
+	int32_t *bounced = malloc(sizeof(*bounced) * (size_t)(ls->n > 0 ? ls->n : 1));
+	int nbounced = 0;
 	char ids[512];
 	size_t o = 0;
 
 	qsort(ls->brokers, (size_t)ls->n, sizeof(*ls->brokers), cluster_broker_cmp);
 	for (int i = 0; same && i < ls->n; i++)
 		same = !memcmp(&ls->brokers[i], &cl->brokers[i], sizeof(*ls->brokers));
+	if (bounced && cl->listed && controller_is_active(&cl->ctl))
+		cluster_bounced(cl, ls, bounced, &nbounced);
 	free(cl->brokers);
 	cl->brokers = ls->brokers;
 	cl->nbrokers = ls->n;
 	ls->brokers = NULL;
 	cl->listed = true;
 	cluster_prune_shutting(cl);
-	cluster_run_leaders(cl);
+	cluster_run_leaders_bounced(cl, bounced, nbounced);
+	free(bounced);
 	if (same)
 		return;
 	ids[0] = '\0';
@@ -265,6 +352,29 @@ struct cluster_broker_read {
 	int32_t id;
 };
 
+/*
+ * The endpoint other brokers connect to: that of the inter-broker
+ * listener, never another (a broker without one cannot be reached, as in
+ * Kafka; said in the log each time the brokers are read).
+ */
+static void cluster_broker_inter(const struct cluster *cl, const struct znode_broker *zb, struct cluster_broker *b)
+{
+	const char *name = cl->cfg.inter_listener ? cl->cfg.inter_listener : cl->cfg.client_listener;
+	const struct znode_endpoint *ep = NULL;
+
+	for (int i = 0; i < zb->nendpoints && !ep; i++) /* znode_broker_endpoint() would fall back to the first */
+		if (!strcmp(zb->endpoints[i].listener, name))
+			ep = &zb->endpoints[i];
+	if (!ep) {
+		log_warn("broker %d registered no endpoint of the inter-broker listener %s: no inter-broker "
+			 "connection to it until it does",
+			 b->id, name);
+		return;
+	}
+	snprintf(b->inter_host, sizeof(b->inter_host), "%s", ep->host);
+	b->inter_port = ep->port;
+}
+
 static void cluster_on_broker(void *arg, const struct zk_reply *rep)
 {
 	struct cluster_broker_read *rd = arg;
@@ -281,6 +391,7 @@ static void cluster_on_broker(void *arg, const struct zk_reply *rep)
 		b->id = rd->id;
 		snprintf(b->host, sizeof(b->host), "%s", ep->host);
 		b->port = ep->port;
+		cluster_broker_inter(ls->cl, &zb, b);
 		memcpy(b->endpoints, zb.endpoints, sizeof(b->endpoints));
 		b->nendpoints = zb.nendpoints;
 		b->has_rack = zb.has_rack;
@@ -361,8 +472,10 @@ static void cluster_registered_now(struct cluster *cl)
 	controller_session_start(&cl->ctl, cl->session_id);
 	cluster_watch_brokers(cl);
 	pidblock_fill(&cl->pids);
-	if (cl->cfg.on_topic_config)
+	if (cl->cfg.on_topic_config || cl->cfg.on_user_config || cl->cfg.on_quota_config)
 		confchange_run(&cl->confs);
+	aclzk_run(&cl->acls);
+	confchange_load_users(&cl->confs);
 }
 
 static void cluster_fatal(struct cluster *cl, int code)
@@ -467,6 +580,10 @@ static void cluster_on_id(void *arg, const struct zk_reply *rep)
 		log_error("%s holds '%.*s', not Kafka's cluster id document; not registering", ZNODE_CLUSTER_ID,
 			  rep->data_len < 0 ? 0 : rep->data_len, rep->data ? rep->data : "");
 		cluster_fatal(cl, 1);
+		return;
+	}
+	if (cl->cfg.on_cluster_id && cl->cfg.on_cluster_id(cl->cfg.fatal_arg, id)) {
+		cluster_fatal(cl, 2); /* logged by the broker */
 		return;
 	}
 	if (strcmp(id, cl->cluster_id))
@@ -605,6 +722,11 @@ static void cluster_on_event(void *arg, enum zk_event ev, const char *path, int6
 
 	if (cl->state == CL_FATAL)
 		return;
+	if (reassign_watches(path)) { /* created, changed or deleted: read (and watched) again */
+		if (controller_is_active(&cl->ctl))
+			reassign_run_znode(&cl->reassign);
+		return;
+	}
 	switch (ev) {
 	case ZK_EV_CONNECTED:
 		cluster_on_connected(cl, session_id);
@@ -631,16 +753,19 @@ static void cluster_on_event(void *arg, enum zk_event ev, const char *path, int6
 			cluster_run_leaders(cl);
 		else if (deleter_watches(path) && controller_is_active(&cl->ctl))
 			deleter_run(&cl->deleter);
-		else if (confchange_watches(path) && cl->cfg.on_topic_config)
+		else if (confchange_watches(path) &&
+			 (cl->cfg.on_topic_config || cl->cfg.on_user_config || cl->cfg.on_quota_config))
 			confchange_run(&cl->confs);
+		else if (aclzk_watches(path))
+			aclzk_run(&cl->acls);
 		break;
 	case ZK_EV_CHANGED:
-		if (leaders_watches(path)) {
+	case ZK_EV_CREATED:
+		if (ev == ZK_EV_CHANGED && leaders_watches(path)) {
 			cluster_run_leaders(cl);
 			break;
 		}
-		__attribute__((fallthrough)); /* a data change of /controller */
-	case ZK_EV_CREATED:
+		__attribute__((fallthrough)); /* a data change or creation of /controller */
 	case ZK_EV_DELETED:
 		controller_on_event(&cl->ctl, ev, path);
 		break;
@@ -673,6 +798,87 @@ static int cluster_registration(struct cluster *cl)
 	return cl->registration ? 0 : -ENOMEM;
 }
 
+/* ---- state changes on request (change.h) ---- */
+
+/* change_done_fn: the brokers hear of what was written through the next pass. */
+static void cluster_on_changed(void *arg, struct change_item *items, int n, int written)
+{
+	struct cluster_change *cc = arg;
+	struct cluster *cl = cc->cl;
+
+	if (written && !cl->leaders.stopping)
+		cluster_run_leaders(cl);
+	if (cc->done) {
+		cc->done(cc->arg, items, n);
+	} else { /* the leader rebalance: items are its own */
+		cl->rebalancing = false;
+		free(cc->arg);
+	}
+	free(cc);
+}
+
+static int16_t cluster_change(struct cluster *cl, enum change_kind kind, int32_t broker_id, struct change_item *items,
+			      int n, cluster_change_fn *done, void *arg)
+{
+	struct cluster_change *cc = malloc(sizeof(*cc));
+
+	if (!cc)
+		return KERR_UNKNOWN_SERVER_ERROR;
+	*cc = (struct cluster_change){ .cl = cl, .done = done, .arg = arg };
+	if (change_run(&cl->leaders, kind, broker_id, items, n, cluster_on_changed, cc)) {
+		free(cc);
+		return KERR_UNKNOWN_SERVER_ERROR;
+	}
+	return KERR_NONE;
+}
+
+static void cluster_on_rebalance_timer(struct loop_timer *t)
+{
+	struct cluster *cl = (struct cluster *)((char *)t - offsetof(struct cluster, rebalance_timer));
+	struct change_item *items;
+	int n;
+
+	if (!controller_is_active(&cl->ctl))
+		return; /* armed again on becoming controller */
+	cluster_arm_rebalance(cl);
+	if (cl->rebalancing || cl->leaders.running)
+		return;
+	n = change_rebalance_items(&cl->leaders, cl->cfg.leader_imbalance_per_broker_percentage, &items);
+	if (n <= 0) {
+		free(items);
+		return;
+	}
+	log_info("controller: leader imbalance: moving %d partitions back to their preferred replica", n);
+	cl->rebalancing = true;
+	if (cluster_change(cl, CHANGE_PREFERRED, -1, items, n, NULL, items)) {
+		cl->rebalancing = false; /* done never runs */
+		free(items);
+	}
+}
+
+int16_t cluster_elect(struct cluster *cl, bool unclean, struct change_item *items, int n, cluster_change_fn *done,
+		      void *arg)
+{
+	if (!controller_is_active(&cl->ctl) || !cl->listed)
+		return KERR_NOT_CONTROLLER;
+	return cluster_change(cl, unclean ? CHANGE_UNCLEAN : CHANGE_PREFERRED, -1, items, n, done, arg);
+}
+
+int16_t cluster_isr_change(struct cluster *cl, int32_t broker_id, int64_t broker_epoch, struct change_item *items,
+			   int n, cluster_change_fn *done, void *arg)
+{
+	const struct cluster_broker *b = NULL;
+
+	if (!controller_is_active(&cl->ctl) || !cl->listed)
+		return KERR_NOT_CONTROLLER;
+	for (int i = 0; i < cl->nbrokers && !b; i++)
+		if (cl->brokers[i].id == broker_id)
+			b = &cl->brokers[i];
+	if (!b || (broker_epoch != -1 && broker_epoch != b->epoch))
+		return KERR_STALE_BROKER_EPOCH;
+	return cluster_change(cl, CHANGE_ISR, broker_id, items, n, done, arg);
+}
+
 int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct cluster **out)
 {
 	struct cluster *cl = calloc(1, sizeof(*cl));
@@ -688,9 +894,10 @@ int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct clust
 	snprintf(cl->broker_path, sizeof(cl->broker_path), "%s/%d", ZNODE_BROKER_IDS, cfg->broker_id);
 	loop_timer_init(&cl->conn_timer, cluster_on_conn_timer);
 	loop_timer_init(&cl->retry_timer, cluster_on_retry_timer);
+	loop_timer_init(&cl->rebalance_timer, cluster_on_rebalance_timer);
 	err = cluster_registration(cl);
 	if (!err)
-		err = channel_new(loop, cfg->broker_id, &cl->channel);
+		err = channel_new(loop, cfg->broker_id, cfg->inter_sec, &cl->channel);
 	if (!err) {
 		err = zk_new(loop, cfg->zookeeper_connect, cfg->session_timeout_ms, cluster_on_event, cl, &cl->zk);
 		if (err)
@@ -707,11 +914,20 @@ int cluster_start(struct loop *loop, const struct cluster_cfg *cfg, struct clust
 	cl->ctl.on_active = cluster_on_active;
 	cl->ctl.on_active_arg = cl;
 	leaders_init(&cl->leaders, cl->zk);
+	cl->leaders.unclean_default = cfg->unclean_leader_election_enable;
 	cl->leaders.on_pass = cluster_on_pass;
 	cl->leaders.on_pass_arg = cl;
 	deleter_init(&cl->deleter, cl->zk);
+	reassign_init(&cl->reassign, cl->zk, &cl->leaders);
+	cl->reassign.on_stop = cluster_on_reassign_stop;
+	cl->reassign.on_stop_arg = cl;
+	cl->reassign.brokers = cluster_broker_ids;
+	cl->reassign.brokers_arg = cl;
 	pidblock_init(&cl->pids, cl->zk, cfg->broker_id);
 	confchange_init(&cl->confs, cl->zk, cfg->on_topic_config, cfg->topic_config_arg);
+	aclzk_init(&cl->acls, cl->zk, cfg->on_acls, cfg->acls_arg);
+	confchange_on_user(&cl->confs, cfg->on_user_config, cfg->user_config_arg);
+	confchange_on_quota(&cl->confs, cfg->on_quota_config, cfg->quota_config_arg);
 	cl->deleter.on_delete = cluster_on_delete;
 	cl->deleter.on_delete_arg = cl;
 	log_info("cluster mode: broker %d joining through zookeeper %s", cfg->broker_id, cfg->zookeeper_connect);
@@ -726,14 +942,20 @@ void cluster_stop(struct cluster *cl)
 		return;
 	loop_timer_cancel(cl->loop, &cl->conn_timer);
 	loop_timer_cancel(cl->loop, &cl->retry_timer);
+	loop_timer_cancel(cl->loop, &cl->rebalance_timer);
+	while (cl->alters)
+		alterpart_cancel(cl->alters);
 	leaders_stop(&cl->leaders);
 	deleter_stop(&cl->deleter);
+	reassign_stop(&cl->reassign);
 	pidblock_stop(&cl->pids);
 	confchange_stop(&cl->confs);
+	aclzk_stop(&cl->acls);
 	zk_free(cl->zk); /* closes the session: our registration and /controller go at once */
 	channel_free(cl->channel);
 	free(cl->registration);
 	free(cl->brokers);
+	free(cl->broker_ids);
 	free(cl);
 }
 
@@ -772,6 +994,33 @@ int16_t cluster_controlled_shutdown(struct cluster *cl, int32_t id, int64_t epoc
 	return 0;
 }
 
+/* alterpart_controller_fn: the controller's registration, if it is known and live. */
+static const struct cluster_broker *cluster_controller(void *arg)
+{
+	struct cluster *cl = arg;
+
+	for (int i = 0; i < cl->nbrokers && cl->ctl.active_id >= 0; i++)
+		if (cl->brokers[i].id == cl->ctl.active_id)
+			return &cl->brokers[i];
+	return NULL;
+}
+
+int cluster_alter_partition(struct cluster *cl, const char *topic, int32_t partition, int32_t leader_epoch,
+			    int32_t partition_epoch, const int32_t *isr, int n, cluster_alter_partition_fn *done,
+			    void *arg)
+{
+	struct alterpart_cfg cfg = { .loop = cl->loop,
+				     .broker_id = cl->cfg.broker_id,
+				     .broker_epoch = cl->broker_epoch,
+				     .controller = cluster_controller,
+				     .controller_arg = cl,
+				     .sec = cl->cfg.inter_sec };
+
+	if (cl->state != CL_REGISTERED)
+		return -ENOTCONN;
+	return alterpart_start(&cfg, topic, partition, leader_epoch, partition_epoch, isr, n, done, arg, &cl->alters);
+}
+
 int64_t cluster_broker_epoch(const struct cluster *cl)
 {
 	return cl->broker_epoch;
@@ -790,6 +1039,22 @@ const char *cluster_id(const struct cluster *cl)
 bool cluster_registered(const struct cluster *cl)
 {
 	return cl->state == CL_REGISTERED;
+}
+
+bool cluster_is_controller(const struct cluster *cl)
+{
+	return controller_is_active(&cl->ctl);
+}
+
+int32_t cluster_offline_partitions(const struct cluster *cl)
+{
+	int32_t n = 0;
+
+	if (!controller_is_active(&cl->ctl))
+		return 0;
+	for (int i = 0; i < cl->leaders.nlast; i++)
+		n += cl->leaders.last[i].has_state && cl->leaders.last[i].st.leader < 0;
+	return n;
 }
 
 /* ---- topics (topics.h), through this broker's session ---- */
@@ -823,7 +1088,41 @@ int cluster_topic_grow(struct cluster *cl, const char *name, int32_t nparts, int
 		       : -ENOTCONN;
 }
 
-int cluster_topic_config_write(struct cluster *cl, const char *name, const char *config)
+int cluster_topic_config_write(struct cluster *cl, const char *name, const char *config, cluster_done_fn *done,
+			       void *arg)
 {
-	return cluster_ready(cl) ? confchange_write(cl->zk, name, config) : -ENOTCONN;
+	return cluster_ready(cl) ? confchange_write(cl->zk, name, config, done, arg) : -ENOTCONN;
+}
+
+int cluster_acls_write(struct cluster *cl, const struct acl_set *prev, const struct acl_set *next, aclzk_done_fn *done,
+		       void *arg)
+{
+	return cluster_ready(cl) ? aclzk_write(&cl->acls, prev, next, done, arg) : -ENOTCONN;
+}
+
+int cluster_entity_config_update(struct cluster *cl, const char *entity, const char *const *names,
+				 const char *const *values, int n, cluster_done_fn *done, void *arg)
+{
+	return cluster_ready(cl) ? confchange_update(cl->zk, entity, names, values, n, done, arg) : -ENOTCONN;
+}
+
+int cluster_entity_config(struct cluster *cl, const char *entity, cluster_config_fn *done, void *arg)
+{
+	return cluster_ready(cl) ? confchange_read(cl->zk, entity, done, arg) : -ENOTCONN;
+}
+
+int16_t cluster_reassign(struct cluster *cl, struct reassign_item *items, int n, cluster_reassign_fn *done, void *arg)
+{
+	if (!controller_is_active(&cl->ctl) || !cl->listed)
+		return KERR_NOT_CONTROLLER;
+	return reassign_alter(&cl->reassign, items, n, done, arg) ? KERR_UNKNOWN_SERVER_ERROR : KERR_NONE;
+}
+
+int16_t cluster_reassign_states(const struct cluster *cl, const struct leaders_state **out, int *n)
+{
+	if (!controller_is_active(&cl->ctl) || !cl->listed)
+		return KERR_NOT_CONTROLLER;
+	*out = cl->leaders.last;
+	*n = cl->leaders.nlast;
+	return KERR_NONE;
 }

@@ -36,11 +36,12 @@ struct leaders_pass {
 /* One partition being looked at. */
 struct leaders_part {
 	struct leaders_pass *pass;
-	struct znode_replicas replicas;
+	struct znode_replicas replicas, adding, removing;
 	int32_t partition;
 	char topic[256];
 	char topic_id[32];
-	struct znode_state st; /* being written */
+	struct znode_state st; /* read, then being written */
+	int32_t version;       /* of the state znode read, -1 when there is none */
 };
 
 static void leaders_start(struct leaders *ls);
@@ -54,27 +55,40 @@ static void leaders_pass_end(struct leaders_pass *pass)
 	ls->running = false;
 	if (pass->conflict)
 		ls->again = true;
-	else if (ls->on_pass && !ls->stopping && !pass->incomplete)
-		ls->on_pass(ls->on_pass_arg, pass->states, pass->nstates, pass->live, pass->nlive, pass->epoch);
+	else if (!ls->stopping && !pass->incomplete) {
+		free(ls->last);
+		ls->last = pass->states; /* kept for elections and AlterPartition (leaders_find) */
+		ls->nlast = pass->nstates;
+		pass->states = NULL;
+		if (ls->on_pass)
+			ls->on_pass(ls->on_pass_arg, ls->last, ls->nlast, pass->live, pass->nlive, pass->epoch);
+	}
 	free(pass->states);
 	for (int i = 0; i < pass->nmarked; i++)
 		free(pass->marked[i]);
 	free(pass->marked);
 	free(pass->live);
 	free(pass);
+	if (!ls->again && ls->then_live && !ls->stopping) { /* the bounced brokers' start-up */
+		free(ls->live);
+		ls->live = ls->then_live;
+		ls->nlive = ls->nthen;
+		ls->then_live = NULL;
+		ls->again = true;
+	}
 	if (ls->again && !ls->stopping)
 		leaders_start(ls);
 }
 
-static bool leaders_live(const struct leaders_pass *pass, int32_t id)
+bool leaders_is_live(const int32_t *live, int nlive, int32_t id)
 {
-	for (int i = 0; i < pass->nlive; i++)
-		if (pass->live[i] == id)
+	for (int i = 0; i < nlive; i++)
+		if (live[i] == id)
 			return true;
 	return false;
 }
 
-static bool leaders_in(const struct znode_replicas *r, int32_t id)
+bool leaders_in(const struct znode_replicas *r, int32_t id)
 {
 	for (int32_t i = 0; i < r->n; i++)
 		if (r->ids[i] == id)
@@ -83,7 +97,7 @@ static bool leaders_in(const struct znode_replicas *r, int32_t id)
 }
 
 /* Keeps partition lp's state (st, or none) for ls->on_pass. */
-static void leaders_keep(struct leaders_part *lp, const struct znode_state *st)
+static void leaders_keep(struct leaders_part *lp, const struct znode_state *st, int32_t version)
 {
 	struct leaders_pass *pass = lp->pass;
 	struct leaders_state *s;
@@ -105,7 +119,10 @@ static void leaders_keep(struct leaders_part *lp, const struct znode_state *st)
 	strcpy(s->topic_id, lp->topic_id);
 	s->partition = lp->partition;
 	s->replicas = lp->replicas;
+	s->adding = lp->adding;
+	s->removing = lp->removing;
 	s->has_state = st != NULL;
+	s->version = version;
 	if (st)
 		s->st = *st;
 	else
@@ -117,7 +134,7 @@ static void leaders_on_written(void *arg, const struct zk_reply *rep)
 	struct leaders_part *lp = arg;
 
 	if (rep->rc == ZOK)
-		leaders_keep(lp, &lp->st);
+		leaders_keep(lp, &lp->st, lp->version + 1); /* a create gives version 0 */
 	else
 		lp->pass->incomplete = true;
 
@@ -140,109 +157,217 @@ static void leaders_ignore(void *arg, const struct zk_reply *rep)
 
 /*
  * Writes st (a new state znode when version < 0, else a set conditional on
- * version); takes lp.  A new state's parents are created one by one, not
- * with zk_ensure_path(): a topic deleted meanwhile must not come back.
+ * version); takes lp.
  */
 static void leaders_write(struct leaders_part *lp, const struct znode_state *st, int32_t version)
 {
-	char path[384], *doc = znode_state_encode(st);
-	struct zk_op ops[2] = {
-		{ .type = ZK_OP_CHECK, .path = ZNODE_CONTROLLER_EPOCH, .version = lp->pass->epoch_version },
-		{ .type = version < 0 ? ZK_OP_CREATE : ZK_OP_SET, .path = path, .version = version },
-	};
-	struct zk *zk = lp->pass->ls->zk;
-	int err = -ENOMEM;
-
-	log_info("partition %s-%d: leader %d (leader epoch %d)", lp->topic, lp->partition, st->leader,
-		 st->leader_epoch);
-	snprintf(path, sizeof(path), "%s/%s/partitions", ZNODE_TOPICS, lp->topic);
-	if (doc && version < 0) {
-		zk_create(zk, path, NULL, -1, false, leaders_ignore, NULL);
-		snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%d", lp->partition);
-		zk_create(zk, path, NULL, -1, false, leaders_ignore, NULL);
-	} else {
-		snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%d", lp->partition);
-	}
-	strcat(path, "/state");
-	if (doc) {
-		ops[1].data = doc;
-		ops[1].len = (int)strlen(doc);
-		err = zk_multi(zk, ops, 2, leaders_on_written, lp);
-	}
-	free(doc);
-	if (err) {
+	log_info("partition %s-%d: leader %d (leader epoch %d, isr of %d)", lp->topic, lp->partition, st->leader,
+		 st->leader_epoch, st->isr.n);
+	if (leaders_state_write(lp->pass->ls->zk, lp->pass->epoch_version, lp->topic, lp->partition, st, version,
+				leaders_on_written, lp)) {
 		leaders_pass_end(lp->pass);
 		free(lp);
 	}
 }
 
-/* The state a partition should have now; false if st stays as it is. */
-static bool leaders_next(const struct leaders_pass *pass, const struct znode_replicas *replicas, bool exists,
-			 struct znode_state *st)
+int leaders_state_write(struct zk *zk, int32_t epoch_version, const char *topic, int32_t partition,
+			const struct znode_state *st, int32_t version, zk_done_fn *done, void *arg)
 {
+	char path[384], *doc = znode_state_encode(st);
+	struct zk_op ops[2] = {
+		{ .type = ZK_OP_CHECK, .path = ZNODE_CONTROLLER_EPOCH, .version = epoch_version },
+		{ .type = version < 0 ? ZK_OP_CREATE : ZK_OP_SET, .path = path, .version = version },
+	};
+	int err = -ENOMEM;
+
+	snprintf(path, sizeof(path), "%s/%s/partitions", ZNODE_TOPICS, topic);
+	if (doc && version < 0) {
+		zk_create(zk, path, NULL, -1, false, leaders_ignore, NULL);
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%d", partition);
+		zk_create(zk, path, NULL, -1, false, leaders_ignore, NULL);
+	} else {
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%d", partition);
+	}
+	strcat(path, "/state");
+	if (doc) {
+		ops[1].data = doc;
+		ops[1].len = (int)strlen(doc);
+		err = zk_multi(zk, ops, 2, done, arg);
+	}
+	free(doc);
+	return err;
+}
+
+/* id is live and one of replicas: it may lead or stay in the ISR. */
+static bool leaders_eligible(const int32_t *live, int nlive, const struct znode_replicas *replicas, int32_t id)
+{
+	return leaders_is_live(live, nlive, id) && leaders_in(replicas, id);
+}
+
+/*
+ * Removes the ISR members not live (or no longer replicas) from st, keeping
+ * the last one if none is (Kafka never empties an ISR).
+ */
+static bool leaders_shrink(const int32_t *live, int nlive, const struct znode_replicas *replicas,
+			   struct znode_state *st)
+{
+	int32_t n = 0, last = st->isr.n ? st->isr.ids[st->isr.n - 1] : -1;
+	bool changed;
+
+	for (int32_t i = 0; i < st->isr.n; i++)
+		if (leaders_eligible(live, nlive, replicas, st->isr.ids[i]))
+			st->isr.ids[n++] = st->isr.ids[i];
+	changed = n != st->isr.n;
+	if (n == 0 && last >= 0) {
+		st->isr.ids[n++] = last;
+		changed = st->isr.n != 1;
+	}
+	st->isr.n = n;
+	return changed;
+}
+
+/*
+ * The state a partition should have now; false if st stays as it is.
+ * unclean: unclean.leader.election.enable holds for its topic.
+ */
+bool leaders_next(const int32_t *live, int nlive, const struct znode_replicas *replicas, bool exists, bool unclean,
+		  struct znode_state *st)
+{
+	int32_t old_leader = st->leader;
+	bool isr_changed;
+
 	if (!exists) {
-		for (int32_t i = 0; i < replicas->n; i++)
-			if (leaders_live(pass, replicas->ids[i])) {
-				*st = (struct znode_state){ .leader = replicas->ids[i],
-							    .leader_epoch = 0,
-							    .isr = { .n = 1, .ids = { replicas->ids[i] } } };
-				return true;
-			}
-		return false; /* no replica live: it stays new, without a state */
-	}
-	if (st->leader >= 0 && !leaders_live(pass, st->leader)) {
-		int32_t gone = st->leader, n = 0;
-
-		for (int32_t i = 0; i < st->isr.n && st->isr.n > 1; i++)
-			if (st->isr.ids[i] != gone)
-				st->isr.ids[n++] = st->isr.ids[i];
-		st->isr.n = st->isr.n > 1 ? n : st->isr.n;
+		memset(st, 0, sizeof(*st));
 		st->leader = -1;
+		for (int32_t i = 0; i < replicas->n; i++)
+			if (leaders_is_live(live, nlive, replicas->ids[i]))
+				st->isr.ids[st->isr.n++] = replicas->ids[i]; /* Kafka: the live replicas */
+		if (!st->isr.n)
+			return false; /* no replica live: it stays new, without a state */
+		st->leader = st->isr.ids[0];
+		return true;
+	}
+	if (st->leader >= 0 && leaders_eligible(live, nlive, replicas, st->leader)) {
+		if (!leaders_shrink(live, nlive, replicas, st))
+			return false;
 		st->leader_epoch++;
 		return true;
 	}
-	if (st->leader >= 0)
-		return false;
 	for (int32_t i = 0; i < replicas->n; i++) {
-		int32_t id = replicas->ids[i], n = 0;
+		int32_t id = replicas->ids[i];
 
-		if (!leaders_live(pass, id) || !leaders_in(&st->isr, id))
-			continue;
-		for (int32_t j = 0; j < st->isr.n; j++)
-			if (leaders_live(pass, st->isr.ids[j]))
-				st->isr.ids[n++] = st->isr.ids[j];
-		st->isr.n = n;
-		st->leader = id;
-		st->leader_epoch++;
-		return true;
+		if (leaders_is_live(live, nlive, id) && leaders_in(&st->isr, id)) {
+			leaders_shrink(live, nlive, replicas, st);
+			st->leader = id;
+			st->leader_epoch++;
+			return true;
+		}
 	}
-	return false;
+	for (int32_t i = 0; unclean && i < replicas->n; i++)
+		if (leaders_is_live(live, nlive, replicas->ids[i])) {
+			st->leader = replicas->ids[i];
+			st->isr = (struct znode_replicas){ .n = 1, .ids = { st->leader } };
+			st->leader_epoch++;
+			return true;
+		}
+	isr_changed = leaders_shrink(live, nlive, replicas, st);
+	st->leader = -1;
+	if (old_leader < 0 && !isr_changed)
+		return false;
+	st->leader_epoch++;
+	return true;
+}
+
+/* Decides and writes (or keeps) lp's state, exists: lp->st was read; takes lp. */
+static void leaders_settle(struct leaders_part *lp, bool exists, bool unclean)
+{
+	struct leaders_pass *pass = lp->pass;
+	struct znode_state st = lp->st;
+
+	if (leaders_next(pass->live, pass->nlive, &lp->replicas, exists, unclean, &st)) {
+		st.controller_epoch = pass->epoch;
+		lp->st = st;
+		leaders_write(lp, &st, exists ? lp->version : -1);
+		return;
+	}
+	leaders_keep(lp, exists ? &lp->st : NULL, lp->version);
+	leaders_pass_end(pass);
+	free(lp);
+}
+
+/* unclean.leader.election.enable of a topic's overrides (/config/topics/<t>), else dflt. */
+static bool leaders_unclean_of(const struct zk_reply *rep, bool dflt)
+{
+	struct znode_config cfg;
+	bool on = dflt;
+
+	if (rep->rc != ZOK || rep->data_len < 0 || znode_topic_config_decode(rep->data, (size_t)rep->data_len, &cfg))
+		return dflt;
+	for (int i = 0; i < cfg.n; i++)
+		if (!strcmp(cfg.names[i], "unclean.leader.election.enable"))
+			on = !strcmp(cfg.values[i], "true");
+	znode_topic_config_free(&cfg);
+	return on;
+}
+
+static void leaders_on_config(void *arg, const struct zk_reply *rep)
+{
+	struct leaders_part *lp = arg;
+
+	if (rep->rc == ZCLOSING) {
+		leaders_pass_end(lp->pass);
+		free(lp);
+		return;
+	}
+	leaders_settle(lp, true, leaders_unclean_of(rep, lp->pass->ls->unclean_default));
+}
+
+/* True if lp's leader is gone, no live replica is in the ISR, but one is live: only an unclean election elects. */
+static bool leaders_unclean_case(const struct leaders_part *lp)
+{
+	const struct leaders_pass *pass = lp->pass;
+	bool replica_live = false;
+
+	if (lp->st.leader >= 0 && leaders_eligible(pass->live, pass->nlive, &lp->replicas, lp->st.leader))
+		return false;
+	for (int32_t i = 0; i < lp->replicas.n; i++) {
+		if (!leaders_is_live(pass->live, pass->nlive, lp->replicas.ids[i]))
+			continue;
+		if (leaders_in(&lp->st.isr, lp->replicas.ids[i]))
+			return false;
+		replica_live = true;
+	}
+	return replica_live;
 }
 
 static void leaders_on_state(void *arg, const struct zk_reply *rep)
 {
 	struct leaders_part *lp = arg;
-	struct znode_state st;
 	bool exists = rep->rc == ZOK;
+	char path[384];
 
-	memset(&st, 0, sizeof(st));
-	if (exists && (rep->data_len < 0 || znode_state_decode(rep->data, (size_t)rep->data_len, &st))) {
+	memset(&lp->st, 0, sizeof(lp->st));
+	lp->version = -1;
+	if (exists && (rep->data_len < 0 || znode_state_decode(rep->data, (size_t)rep->data_len, &lp->st))) {
 		log_warn("partition %s-%d: its state znode is not Kafka's; left alone", lp->topic, lp->partition);
-		exists = false;
-		rep = NULL;
-	}
-	if (rep && (exists || rep->rc == ZNONODE) && leaders_next(lp->pass, &lp->replicas, exists, &st)) {
-		st.controller_epoch = lp->pass->epoch;
-		lp->st = st;
-		leaders_write(lp, &st, exists ? rep->version : -1);
+		leaders_pass_end(lp->pass);
+		free(lp);
 		return;
 	}
-	if (rep && (exists || rep->rc == ZNONODE))
-		leaders_keep(lp, exists ? &st : NULL);
-	else if (rep)
+	if (!exists && rep->rc != ZNONODE) {
 		lp->pass->incomplete = true; /* not read: brokers are told only of a complete pass */
-	leaders_pass_end(lp->pass);
-	free(lp);
+		leaders_pass_end(lp->pass);
+		free(lp);
+		return;
+	}
+	if (exists)
+		lp->version = rep->version;
+	if (exists && leaders_unclean_case(lp)) { /* the topic's override decides */
+		snprintf(path, sizeof(path), "%s/%s", ZNODE_TOPIC_CONFIGS, lp->topic);
+		if (!zk_get(lp->pass->ls->zk, path, false, leaders_on_config, lp))
+			return;
+	}
+	leaders_settle(lp, exists, lp->pass->ls->unclean_default);
 }
 
 /* Reads the state of each partition of topic (assignment zt). */
@@ -259,6 +384,8 @@ static void leaders_read_states(struct leaders_pass *pass, const char *topic, co
 		}
 		lp->pass = pass;
 		lp->replicas = zt->parts[p];
+		lp->adding = zt->adding[p];
+		lp->removing = zt->removing[p];
 		lp->partition = p;
 		strcpy(lp->topic, topic);
 		memcpy(lp->topic_id, zt->topic_id, sizeof(lp->topic_id));
@@ -372,18 +499,47 @@ void leaders_init(struct leaders *ls, struct zk *zk)
 	ls->zk = zk;
 }
 
+/* A copy of the n ids of live without those of drop (nd of them), *out_n of them; NULL if out of memory. */
+static int32_t *leaders_ids_copy(const int32_t *live, int n, const int32_t *drop, int nd, int *out_n)
+{
+	int32_t *copy = malloc(sizeof(*copy) * (size_t)(n > 0 ? n : 1));
+
+	*out_n = 0;
+	for (int i = 0; copy && i < n; i++)
+		if (!leaders_is_live(drop, nd, live[i]))
+			copy[(*out_n)++] = live[i];
+	return copy;
+}
+
 void leaders_run(struct leaders *ls, const int32_t *live, int nlive, int32_t controller_epoch, int32_t epoch_version)
 {
-	int32_t *copy = malloc(sizeof(*copy) * (size_t)(nlive > 0 ? nlive : 1));
+	leaders_run_bounced(ls, live, nlive, NULL, 0, controller_epoch, epoch_version);
+}
 
-	if (!copy || ls->stopping) {
+void leaders_run_bounced(struct leaders *ls, const int32_t *live, int nlive, const int32_t *bounced, int nbounced,
+			 int32_t controller_epoch, int32_t epoch_version)
+{
+	int n, nall;
+	int32_t *copy = leaders_ids_copy(live, nlive, bounced, nbounced, &n);
+	int32_t *all = nbounced || ls->then_live ? leaders_ids_copy(live, nlive, NULL, 0, &nall) : NULL;
+
+	if (!copy || ls->stopping || ((nbounced || ls->then_live) && !all)) {
 		free(copy);
+		free(all);
 		return;
 	}
-	memcpy(copy, live, sizeof(*copy) * (size_t)nlive);
-	free(ls->live);
-	ls->live = copy;
-	ls->nlive = nlive;
+	if (all) { /* the start-up pass: these brokers, after the pass without the bounced ones */
+		free(ls->then_live);
+		ls->then_live = all;
+		ls->nthen = nall;
+	}
+	if (!nbounced && all)
+		free(copy); /* a pass without bounced brokers is still to run: keep its brokers */
+	else {
+		free(ls->live);
+		ls->live = copy;
+		ls->nlive = n;
+	}
 	ls->epoch = controller_epoch;
 	ls->epoch_version = epoch_version;
 	if (ls->running)
@@ -405,4 +561,18 @@ void leaders_stop(struct leaders *ls)
 	free(ls->live);
 	ls->live = NULL;
 	ls->nlive = 0;
+	free(ls->then_live);
+	ls->then_live = NULL;
+	ls->nthen = 0;
+	free(ls->last);
+	ls->last = NULL;
+	ls->nlast = 0;
+}
+
+const struct leaders_state *leaders_find(const struct leaders *ls, const char *topic, int32_t partition)
+{
+	for (int i = 0; i < ls->nlast; i++)
+		if (ls->last[i].partition == partition && !strcmp(ls->last[i].topic, topic))
+			return &ls->last[i];
+	return NULL;
 }

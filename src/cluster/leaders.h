@@ -10,12 +10,22 @@
  * that added partitions do) and brings each partition's state
  * in line with the live brokers:
  *
- *   no state yet, a replica live   -> leader: the first live replica, ISR [leader], leader epoch 0
- *   leader not live                -> leader -1, leader epoch + 1; the ISR keeps its last member
- *                                     (Kafka's rule: an ISR is never emptied)
- *   leader -1, an ISR member live  -> leader: the first live replica that is in the ISR (clean
- *                                     election only: unclean.leader.election.enable=false),
- *                                     leader epoch + 1, ISR: its live members
+ *   no state yet, a replica live   -> leader: the first live replica, ISR: the live replicas,
+ *                                     leader epoch 0
+ *   leader live, an ISR member not -> the member leaves the ISR, leader epoch + 1
+ *   leader not live (or -1), an    -> leader: the first live replica (assignment order) that is in
+ *     ISR member live                 the ISR, ISR: its live members, leader epoch + 1
+ *   leader not live, no ISR member -> unclean.leader.election.enable (the topic's override in
+ *     live, a replica live            /config/topics/<t>, else the broker's): the first live replica,
+ *                                     ISR [it]; otherwise leader -1 and the ISR keeps its last
+ *                                     member (Kafka never empties an ISR), leader epoch + 1
+ *
+ * A leader or ISR member that is no longer a replica (a reassignment
+ * finished or was cancelled, reassign.h) counts as not live.
+ *
+ * So a broker that comes back does not rejoin an ISR by itself (the
+ * leader adds it with AlterPartition, change.h), except as the last ISR
+ * member of a partition left without a leader.
  *
  * Each write is one multi-op with a check that /controller_epoch is still
  * at the version this controller wrote (so a controller that lost its
@@ -41,8 +51,10 @@ struct leaders_state {
 	char topic_id[32]; /* "" if the assignment has none */
 	int32_t partition;
 	struct znode_replicas replicas;
-	bool has_state;        /* false: no replica was ever live, no state yet */
-	struct znode_state st; /* leader -1 when has_state is false */
+	struct znode_replicas adding, removing; /* a reassignment under way (reassign.h); n 0: none */
+	bool has_state;                         /* false: no replica was ever live, no state yet */
+	struct znode_state st;                  /* leader -1 when has_state is false */
+	int32_t version;                        /* the state znode's version: Kafka's partition epoch (ZkVersion) */
 };
 
 /*
@@ -60,10 +72,15 @@ struct leaders {
 	bool stopping; /* cluster_stop(): start nothing more */
 	int32_t *live; /* the latest live broker ids (malloc'd) */
 	int nlive;
+	int32_t *then_live; /* after a pass with bounced brokers left out: the pass with them (malloc'd), or NULL */
+	int nthen;
 	int32_t epoch;            /* the controller epoch written into states */
 	int32_t epoch_version;    /* /controller_epoch's version: every write checks it */
 	leaders_pass_fn *on_pass; /* may be NULL */
 	void *on_pass_arg;
+	bool unclean_default;       /* the broker's unclean.leader.election.enable */
+	struct leaders_state *last; /* what the last complete pass left (malloc'd) */
+	int nlast;
 };
 
 void leaders_init(struct leaders *ls, struct zk *zk);
@@ -73,9 +90,40 @@ void leaders_init(struct leaders *ls, struct zk *zk);
  * pass under way).
  */
 void leaders_run(struct leaders *ls, const int32_t *live, int nlive, int32_t controller_epoch, int32_t epoch_version);
+/*
+ * As leaders_run, for a membership in which the brokers bounced (among
+ * live) registered again since the last listing: first a pass without
+ * them, then one with them, as Kafka's controller handles a bounced broker
+ * as a failure followed by a start-up (their leaderships move, they leave
+ * the ISRs and rejoin them once caught up).  A leaders_run meanwhile only
+ * replaces the second pass's brokers.
+ */
+void leaders_run_bounced(struct leaders *ls, const int32_t *live, int nlive, const int32_t *bounced, int nbounced,
+			 int32_t controller_epoch, int32_t epoch_version);
 /* True if events of path ask for a pass: /brokers/topics (a topic added) or /brokers/topics/<t> (partitions added). */
 bool leaders_watches(const char *path);
 /* Before zk_free(): passes under way end without starting another; frees what ls holds. */
 void leaders_stop(struct leaders *ls);
+
+/* The partition as the last complete pass left it, or NULL. */
+const struct leaders_state *leaders_find(const struct leaders *ls, const char *topic, int32_t partition);
+
+/*
+ * The state a partition with these replicas should have with live[0..nlive)
+ * the live brokers (the table above): st holds the state read (exists) and
+ * gets the next one; false if it stays as it is.  Pure.
+ */
+bool leaders_next(const int32_t *live, int nlive, const struct znode_replicas *replicas, bool exists, bool unclean,
+		  struct znode_state *st);
+bool leaders_is_live(const int32_t *live, int nlive, int32_t id);
+bool leaders_in(const struct znode_replicas *r, int32_t id);
+/*
+ * Writes partition's state st as the controller does: one multi-op that
+ * checks /controller_epoch is at epoch_version and creates the state
+ * (version < 0; its parents first) or sets it conditional on version.
+ * done gets the multi's reply.  0 or -ENOMEM / what zk_multi() says.
+ */
+int leaders_state_write(struct zk *zk, int32_t epoch_version, const char *topic, int32_t partition,
+			const struct znode_state *st, int32_t version, zk_done_fn *done, void *arg);
 
 #endif

@@ -67,6 +67,7 @@ static void notify_um_part(struct arena *a, const struct notify_ctx *nc, const s
 	ps->ControllerEpoch = s->has_state ? s->st.controller_epoch : nc->epoch;
 	ps->Leader = s->st.leader;
 	ps->LeaderEpoch = s->has_state ? s->st.leader_epoch : -1;
+	ps->ZkVersion = s->has_state ? s->version : -1;
 	ps->Isr = notify_ids(a, s->st.isr.ids, s->has_state ? s->st.isr.n : 0);
 	ps->Replicas = notify_ids(a, s->replicas.ids, s->replicas.n);
 	for (int32_t i = 0; i < s->replicas.n; i++)
@@ -155,6 +156,8 @@ static void notify_lai_part(struct arena *a, const struct leaders_state *s, stru
 	ps->ControllerEpoch = s->st.controller_epoch;
 	ps->Leader = s->st.leader;
 	ps->LeaderEpoch = s->st.leader_epoch;
+	ps->ZkVersion = s->version; /* the partition epoch AlterPartition must name */
+	ps->IsNew = s->version == 0;
 	ps->Isr = notify_ids(a, s->st.isr.ids, s->st.isr.n);
 	ps->Replicas = notify_ids(a, s->replicas.ids, s->replicas.n);
 	ps->AddingReplicas = notify_ids(a, NULL, 0);
@@ -196,8 +199,8 @@ static void notify_leader_and_isr(struct arena *a, const struct notify_ctx *nc, 
 
 		LeaderAndIsrLiveLeader_init(ll);
 		ll->BrokerId = nc->brokers[i].id;
-		ll->HostName = kstr_c(nc->brokers[i].host);
-		ll->Port = nc->brokers[i].port;
+		ll->HostName = kstr_c(nc->brokers[i].inter_host); /* the endpoint followers fetch from */
+		ll->Port = nc->brokers[i].inter_port;
 	}
 	channel_send(nc->ch, id, API_LeaderAndIsr, 5, &lai);
 }
@@ -245,5 +248,30 @@ void notify_delete(const struct notify_ctx *nc, const char *topic, int32_t npart
 	sr.TopicStates.n = 1;
 	for (int i = 0; i < nc->nbrokers; i++)
 		channel_send(nc->ch, nc->brokers[i].id, API_StopReplica, 3, &sr);
+	arena_release(&a);
+}
+
+void notify_stop(const struct notify_ctx *nc, int32_t id, const struct notify_part *v, int n)
+{
+	struct StopReplicaRequest sr;
+	struct arena a;
+
+	arena_init(&a, 0);
+	StopReplicaRequest_init(&sr);
+	sr.ControllerId = nc->controller_id;
+	sr.ControllerEpoch = nc->epoch;
+	sr.TopicStates.v = notify_alloc(&a, (size_t)n, sizeof(*sr.TopicStates.v));
+	for (int i = 0; i < n; i++) {
+		struct StopReplicaTopicState *ts = &sr.TopicStates.v[sr.TopicStates.n++];
+
+		StopReplicaTopicState_init(ts);
+		ts->TopicName = kstr_c(v[i].topic);
+		ts->PartitionStates.v = notify_alloc(&a, 1, sizeof(*ts->PartitionStates.v));
+		StopReplicaPartitionState_init(&ts->PartitionStates.v[0]);
+		ts->PartitionStates.v[0].PartitionIndex = v[i].partition;
+		ts->PartitionStates.v[0].DeletePartition = true;
+		ts->PartitionStates.n = 1;
+	}
+	channel_send(nc->ch, id, API_StopReplica, 3, &sr);
 	arena_release(&a);
 }

@@ -5,7 +5,8 @@
  *
  *   LeaderAndIsr v5   to each live broker: every partition it is a replica of
  *   UpdateMetadata v7 to every live broker: every partition, the live brokers
- *   StopReplica v3    (delete) to every live broker for a deleted topic
+ *   StopReplica v3    (delete) to every live broker for a deleted topic, and to a
+ *                     replica a reassignment removed (its partitions only)
  *
  * Every request carries the controller's id and epoch; brokers refuse an
  * older epoch than they have seen.  A pass follows every change (a new
@@ -31,5 +32,12 @@ struct notify_ctx {
 void notify_pass(const struct notify_ctx *nc, const struct leaders_state *parts, int n);
 /* Sends StopReplica (delete) of partitions 0..nparts-1 of topic. */
 void notify_delete(const struct notify_ctx *nc, const char *topic, int32_t nparts);
+/* A partition named to notify_stop(). */
+struct notify_part {
+	const char *topic;
+	int32_t partition;
+};
+/* Sends broker id one StopReplica (delete) of v[0..n). */
+void notify_stop(const struct notify_ctx *nc, int32_t id, const struct notify_part *v, int n);
 
 #endif

@@ -12,6 +12,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "cluster/assign.h"
+#include "cluster/confchange.h"
 #include "cluster/znode.h"
 #include "util/log.h"
 
@@ -137,6 +138,35 @@ static int topics_grow_assign(struct topics_grow *g, const struct znode_topic *z
 	return err;
 }
 
+/*
+ * The assignment with partitions nparts..total-1 from all[p * rf ..]; the
+ * others, and any reassignment under way, as they are.  NULL: no memory.
+ */
+static char *topics_grow_doc(const struct znode_topic *zt, int32_t total, int32_t rf, const int32_t *all)
+{
+	struct znode_topic next = *zt;
+	char *doc = NULL;
+
+	next.nparts = total;
+	next.parts = calloc((size_t)total, sizeof(*next.parts));
+	next.adding = calloc((size_t)total, sizeof(*next.adding));
+	next.removing = calloc((size_t)total, sizeof(*next.removing));
+	if (next.parts && next.adding && next.removing) {
+		memcpy(next.parts, zt->parts, sizeof(*next.parts) * (size_t)zt->nparts);
+		memcpy(next.adding, zt->adding, sizeof(*next.adding) * (size_t)zt->nparts);
+		memcpy(next.removing, zt->removing, sizeof(*next.removing) * (size_t)zt->nparts);
+		for (int32_t p = zt->nparts; p < total; p++) {
+			next.parts[p].n = rf;
+			memcpy(next.parts[p].ids, all + (size_t)p * (size_t)rf, sizeof(int32_t) * (size_t)rf);
+		}
+		doc = znode_topic_doc_encode(&next);
+	}
+	free(next.parts);
+	free(next.adding);
+	free(next.removing);
+	return doc;
+}
+
 static void topics_on_grow_read(void *arg, const struct zk_reply *rep)
 {
 	struct topics_grow *g = arg;
@@ -156,14 +186,10 @@ static void topics_on_grow_read(void *arg, const struct zk_reply *rep)
 		topics_grow_end(g, err);
 		return;
 	}
-	rf = zt.parts[0].n;
+	rf = zt.parts[0].n - zt.removing[0].n; /* a reassignment of partition 0 under way: its target's */
 	all = malloc(sizeof(*all) * (size_t)g->total * (size_t)rf);
-	for (int32_t p = 0; all && p < g->nparts; p++)
-		for (int32_t r = 0; r < rf; r++)
-			all[(size_t)p * (size_t)rf + (size_t)r] =
-				r < zt.parts[p].n ? zt.parts[p].ids[r] : zt.parts[p].ids[0];
 	err = all ? topics_grow_assign(g, &zt, rf, all) : -ENOMEM;
-	if (!err && !(doc = znode_topic_encode(all, g->total, rf, zt.topic_id)))
+	if (!err && !(doc = topics_grow_doc(&zt, g->total, rf, all)))
 		err = -ENOMEM;
 	op.data = doc;
 	op.len = doc ? (int)strlen(doc) : 0;
@@ -204,36 +230,10 @@ int topics_grow(struct zk *zk, const struct cluster_broker *brokers, int nbroker
 	return rc;
 }
 
-struct topics_config_call {
-	cluster_config_fn *done;
-	void *arg;
-};
-
-static void topics_on_config(void *arg, const struct zk_reply *rep)
-{
-	struct topics_config_call *call = arg;
-	struct znode_config cfg = { 0 };
-	int err = topics_zk_err(rep->rc);
-
-	if (!err && (rep->data_len < 0 || znode_topic_config_decode(rep->data, (size_t)rep->data_len, &cfg)))
-		err = -EBADMSG;
-	call->done(call->arg, err, &cfg);
-	znode_topic_config_free(&cfg);
-	free(call);
-}
-
 int topics_read_config(struct zk *zk, const char *name, cluster_config_fn *done, void *arg)
 {
-	struct topics_config_call *call = malloc(sizeof(*call));
-	char path[320];
+	char entity[CONFCHANGE_ENTITY_MAX];
 
-	if (!call)
-		return -ENOMEM;
-	*call = (struct topics_config_call){ done, arg };
-	snprintf(path, sizeof(path), "%s/%s", ZNODE_TOPIC_CONFIGS, name);
-	if (zk_get(zk, path, false, topics_on_config, call)) {
-		free(call);
-		return -ENOTCONN;
-	}
-	return 0;
+	snprintf(entity, sizeof(entity), "topics/%s", name);
+	return confchange_read(zk, entity, done, arg);
 }

@@ -14,6 +14,25 @@
  * that its caller sees it fail exactly once and frees what it waited with.
  * Each session's watcher context (struct zk_sess) lives until
  * zookeeper_close() has returned, after which the client calls nothing more.
+ *
+ * Outstanding requests: the multi-threaded client joins its completion
+ * thread before it fails the requests still in flight, so zookeeper_close()
+ * returns without having called their completions.  Every request is kept
+ * on zk->outstanding from zk_call() until its completion takes it off (or
+ * its submission fails); zk_close() ends those left as ZCLOSING replies,
+ * so each caller still hears of its request exactly once.
+ *
+ * Closing a connected session first waits (bounded) until ZooKeeper has
+ * answered every request sent.  The client's zookeeper_close() sends the
+ * close request and closes the socket as soon as anything at all is
+ * readable (its wait ends on the first byte, not on the close's reply).
+ * Replies left unread make the kernel reset the connection, and a server
+ * still writing replies to earlier requests then drops the connection on
+ * the reset without ever reading the close: the session, and with it the
+ * broker's /brokers/ids/<id> and /controller, lives on until it expires
+ * (zookeeper.session.timeout.ms), so the other brokers neither see the
+ * broker leave nor elect a new controller meanwhile.  A controller stopped
+ * while its pass writes partition states has hundreds of them in flight.
  */
 #include "cluster/zk.h"
 
@@ -24,13 +43,16 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
 #include "net/loop.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define ZK_PATH_MAX 1024
+#define ZK_CLOSE_WAIT_MS 3000 /* at most this long for the replies before closing a session */
 
 struct zk;
 
@@ -43,6 +65,7 @@ struct zk_sess {
 /* A reply or an event on its way from the completion thread to the loop. */
 struct zk_msg {
 	struct zk_msg *next;
+	struct zk_msg *out_prev, *out_next; /* on zk->outstanding (requests only) */
 	struct zk *zk;
 	unsigned gen;
 	bool is_event;
@@ -78,11 +101,38 @@ struct zk {
 	clientid_t last_id; /* of the last session that connected (loop thread) */
 	bool have_id;
 	int32_t granted_timeout_ms; /* the session timeout the server granted (loop thread) */
-	pthread_mutex_t mu;         /* guards queue */
+	pthread_mutex_t mu;         /* guards queue and outstanding */
+	pthread_cond_t answered;    /* signalled (under mu) when outstanding becomes empty */
 	struct zk_msg *queue, **queue_tail;
+	struct zk_msg *outstanding; /* requests sent whose completion has not run */
 };
 
 /* ---- completion thread side ---- */
+
+/* Takes a request off zk->outstanding (a no-op for an event).  Under zk->mu. */
+static void zk_unlist(struct zk *zk, struct zk_msg *m)
+{
+	if (m->is_event)
+		return;
+	if (m->out_prev)
+		m->out_prev->out_next = m->out_next;
+	else if (zk->outstanding == m)
+		zk->outstanding = m->out_next;
+	if (m->out_next)
+		m->out_next->out_prev = m->out_prev;
+	m->out_prev = m->out_next = NULL;
+	if (!zk->outstanding)
+		pthread_cond_broadcast(&zk->answered);
+}
+
+/* Appends m to the queue the loop delivers.  Under zk->mu. */
+static void zk_enqueue(struct zk *zk, struct zk_msg *m)
+{
+	zk_unlist(zk, m);
+	m->next = NULL;
+	*zk->queue_tail = m;
+	zk->queue_tail = &m->next;
+}
 
 static void zk_push(struct zk *zk, struct zk_msg *m)
 {
@@ -90,12 +140,19 @@ static void zk_push(struct zk *zk, struct zk_msg *m)
 	ssize_t n;
 
 	pthread_mutex_lock(&zk->mu);
-	m->next = NULL;
-	*zk->queue_tail = m;
-	zk->queue_tail = &m->next;
+	zk_enqueue(zk, m);
 	pthread_mutex_unlock(&zk->mu);
 	n = write(zk->wake_io.fd, &one, sizeof(one));
 	(void)n; /* EAGAIN: a wake-up is already pending */
+}
+
+/* Frees a request nobody is told about (a silent parent, or one never submitted). */
+static void zk_drop(struct zk_msg *m)
+{
+	pthread_mutex_lock(&m->zk->mu);
+	zk_unlist(m->zk, m);
+	pthread_mutex_unlock(&m->zk->mu);
+	free(m);
 }
 
 static void zk_msg_free(struct zk_msg *m)
@@ -168,6 +225,7 @@ static void zk_copy_stat(struct zk_msg *m, const struct Stat *st)
 	m->rep.version = st->version;
 	m->rep.ephemeral_owner = st->ephemeralOwner;
 	m->rep.czxid = st->czxid;
+	m->rep.ctime_ms = st->ctime;
 }
 
 static void zk_on_string(int rc, const char *value, const void *data)
@@ -177,7 +235,7 @@ static void zk_on_string(int rc, const char *value, const void *data)
 	(void)value;
 	m->rep.rc = rc;
 	if (m->silent) { /* a parent of zk_ensure_path(): the last create reports */
-		free(m);
+		zk_drop(m);
 		return;
 	}
 	zk_push(m->zk, m);
@@ -323,6 +381,17 @@ static int zk_split(struct zk *zk, const char *connect)
 	return 0;
 }
 
+/* A condition variable whose timed waits run on the monotonic clock. */
+static void zk_cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
 int zk_new(struct loop *loop, const char *connect, int32_t session_timeout_ms, zk_event_fn *fn, void *arg,
 	   struct zk **out)
 {
@@ -337,6 +406,7 @@ int zk_new(struct loop *loop, const char *connect, int32_t session_timeout_ms, z
 	zk->arg = arg;
 	zk->queue_tail = &zk->queue;
 	pthread_mutex_init(&zk->mu, NULL);
+	zk_cond_init(&zk->answered);
 	zk->wake_io.fd = -1;
 	err = zk_split(zk, connect);
 	if (err)
@@ -376,6 +446,7 @@ void zk_free(struct zk *zk)
 		next = m->next;
 		zk_msg_free(m);
 	}
+	pthread_cond_destroy(&zk->answered);
 	pthread_mutex_destroy(&zk->mu);
 	free(zk->hosts);
 	free(zk->chroot);
@@ -411,15 +482,73 @@ int zk_open(struct zk *zk, bool resume)
 	return 0;
 }
 
+/* The requests zookeeper_close() left without a completion: ZCLOSING replies (silent ones freed). */
+static void zk_fail_outstanding(struct zk *zk)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	pthread_mutex_lock(&zk->mu);
+	while (zk->outstanding) {
+		struct zk_msg *m = zk->outstanding;
+
+		if (m->silent) {
+			zk_unlist(zk, m);
+			free(m);
+			continue;
+		}
+		m->rep = (struct zk_reply){ .rc = ZCLOSING, .data_len = -1, .failed_op = -1 };
+		zk_enqueue(zk, m);
+	}
+	pthread_mutex_unlock(&zk->mu);
+	n = write(zk->wake_io.fd, &one, sizeof(one));
+	(void)n;
+}
+
+/*
+ * A connected session: waits up to ZK_CLOSE_WAIT_MS until every request
+ * sent has its reply (header comment: a close behind unread replies can be
+ * lost).  The loop thread waits here, so nothing new is sent meanwhile; a
+ * connection lost meanwhile fails the requests at once.
+ */
+static void zk_await_replies(struct zk *zk)
+{
+	int64_t t0 = clock_mono_ms();
+	struct timespec until;
+	int left = 0, rc = 0;
+
+	if (zoo_state(zk->zh) != ZOO_CONNECTED_STATE)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ZK_CLOSE_WAIT_MS / 1000;
+	until.tv_nsec += (long)(ZK_CLOSE_WAIT_MS % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&zk->mu);
+	while (zk->outstanding && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&zk->answered, &zk->mu, &until);
+	for (struct zk_msg *m = zk->outstanding; m; m = m->out_next)
+		left++;
+	pthread_mutex_unlock(&zk->mu);
+	if (left)
+		log_warn("closing the zookeeper session with %d requests still unanswered after %lld ms: it may "
+			 "outlive this broker until it expires",
+			 left, (long long)(clock_mono_ms() - t0));
+}
+
 void zk_close(struct zk *zk)
 {
 	if (!zk->zh)
 		return;
+	zk_await_replies(zk);
 	zk->gen++; /* everything still queued or yet to come from it is dropped */
 	zookeeper_close(zk->zh);
 	zk->zh = NULL;
 	free(zk->sess);
 	zk->sess = NULL;
+	zk_fail_outstanding(zk);
 }
 
 void zk_forget_session(struct zk *zk)
@@ -454,6 +583,12 @@ static struct zk_msg *zk_call(struct zk *zk, zk_done_fn *done, void *arg)
 	m->done = done;
 	m->arg = arg;
 	m->rep.failed_op = -1;
+	pthread_mutex_lock(&zk->mu);
+	m->out_next = zk->outstanding;
+	if (m->out_next)
+		m->out_next->out_prev = m;
+	zk->outstanding = m;
+	pthread_mutex_unlock(&zk->mu);
 	return m;
 }
 
@@ -479,7 +614,7 @@ static int zk_submitted(struct zk_msg *m, int zrc)
 {
 	if (zrc == ZOK)
 		return 0;
-	free(m);
+	zk_drop(m);
 	return zrc == ZINVALIDSTATE ? -ENOTCONN : zrc == ZBADARGUMENTS ? -EINVAL : -EIO;
 }
 
@@ -603,13 +738,13 @@ int zk_multi(struct zk *zk, const struct zk_op *ops, int n, zk_done_fn *done, vo
 	if (!m)
 		return zk->zh ? -ENOMEM : -ENOTCONN;
 	if (n < 1 || n > ZK_MULTI_MAX) {
-		free(m);
+		zk_drop(m);
 		return -EINVAL;
 	}
 	m->nops = n;
 	for (int i = 0; i < n; i++) {
 		if (zk_full(zk, ops[i].path, full[i])) {
-			free(m);
+			zk_drop(m);
 			return -ENAMETOOLONG;
 		}
 		if (ops[i].type == ZK_OP_CREATE)

@@ -47,6 +47,7 @@ struct zk_reply {
 	int32_t version;         /* get/exists/set: stat.version */
 	int64_t ephemeral_owner; /* get/exists: stat.ephemeralOwner (0: persistent) */
 	int64_t czxid;           /* get/exists/create: stat.czxid, the zxid that created the node */
+	int64_t ctime_ms;        /* get/exists/create: stat.ctime, when it was created (server's wall clock) */
 	char **children;         /* children: names (not paths) */
 	int nchildren;
 	int failed_op; /* multi: index of the first op that failed, -1 if none */

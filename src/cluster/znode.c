@@ -417,6 +417,45 @@ char *znode_topic_encode(const int32_t *replicas, int32_t nparts, int32_t rf, co
 	return NULL;
 }
 
+/* {"<p>":[ids],...} of the partitions whose r[p] is not empty (all: every partition). */
+static json_t *znode_topic_map(const struct znode_replicas *r, int32_t nparts, bool all)
+{
+	json_t *map = json_object();
+	bool ok = map != NULL;
+
+	for (int32_t p = 0; ok && r && p < nparts; p++) {
+		json_t *ids;
+		char key[16];
+
+		if (!all && !r[p].n)
+			continue;
+		ids = json_array();
+		ok = ids != NULL;
+		for (int32_t i = 0; ok && i < r[p].n; i++)
+			ok = json_array_append_new(ids, json_integer(r[p].ids[i])) == 0;
+		snprintf(key, sizeof(key), "%d", p);
+		ok = znode_set(map, key, ids) && ok;
+	}
+	if (ok)
+		return map;
+	json_decref(map);
+	return NULL;
+}
+
+char *znode_topic_doc_encode(const struct znode_topic *zt)
+{
+	json_t *root = json_object();
+
+	if (root && znode_set(root, "version", json_integer(3)) &&
+	    znode_set(root, "partitions", znode_topic_map(zt->parts, zt->nparts, true)) &&
+	    znode_set(root, "topic_id", json_string(zt->topic_id)) &&
+	    znode_set(root, "adding_replicas", znode_topic_map(zt->adding, zt->nparts, false)) &&
+	    znode_set(root, "removing_replicas", znode_topic_map(zt->removing, zt->nparts, false)))
+		return znode_dump(root);
+	json_decref(root);
+	return NULL;
+}
+
 char *znode_topic_config_encode(const char *const *names, const char *const *values, int n)
 {
 	json_t *root = json_object(), *cfg = json_object();
@@ -516,6 +555,30 @@ static int znode_topic_parts(json_t *parts, struct znode_topic *out)
 	return 0;
 }
 
+/* adding_replicas / removing_replicas (absent before version 3): {"<p>":[ids]} into r[nparts]. */
+static int znode_topic_moving(json_t *obj, int32_t nparts, struct znode_replicas **r)
+{
+	const char *key;
+	json_t *v;
+
+	*r = calloc((size_t)(nparts > 0 ? nparts : 1), sizeof(**r));
+	if (!*r)
+		return -ENOMEM;
+	if (!obj || json_is_null(obj))
+		return 0;
+	if (!json_is_object(obj))
+		return -EBADMSG;
+	json_object_foreach(obj, key, v)
+	{
+		char *end;
+		long p = strtol(key, &end, 10);
+
+		if (!*key || *end || p < 0 || p >= nparts || !znode_ids_decode(v, &(*r)[p]))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
 int znode_topic_decode(const char *json, size_t len, struct znode_topic *out)
 {
 	json_t *root = znode_load(json, len), *parts;
@@ -527,6 +590,10 @@ int znode_topic_decode(const char *json, size_t len, struct znode_topic *out)
 	parts = json_object_get(root, "partitions");
 	if (json_is_object(parts) && json_object_size(parts) <= INT32_MAX)
 		err = znode_topic_parts(parts, out);
+	if (!err)
+		err = znode_topic_moving(json_object_get(root, "adding_replicas"), out->nparts, &out->adding);
+	if (!err)
+		err = znode_topic_moving(json_object_get(root, "removing_replicas"), out->nparts, &out->removing);
 	if (!err && json_is_string(json_object_get(root, "topic_id")))
 		snprintf(out->topic_id, sizeof(out->topic_id), "%s",
 			 json_string_value(json_object_get(root, "topic_id")));
@@ -540,6 +607,10 @@ void znode_topic_free(struct znode_topic *zt)
 {
 	free(zt->parts);
 	zt->parts = NULL;
+	free(zt->adding);
+	zt->adding = NULL;
+	free(zt->removing);
+	zt->removing = NULL;
 	zt->nparts = 0;
 }
 
@@ -612,4 +683,47 @@ int znode_epoch_decode(const char *text, size_t len, int32_t *epoch)
 int znode_broker_id_parse(const char *name, int32_t *id)
 {
 	return znode_int_parse(name, strlen(name), id);
+}
+
+/* One entry of /admin/reassign_partitions. */
+static bool znode_reassign_entry(json_t *e, struct znode_reassign *r)
+{
+	json_t *t = json_object_get(e, "topic");
+
+	return json_is_string(t) && json_string_length(t) > 0 && json_string_length(t) < sizeof(r->topic) &&
+	       znode_int_member(e, "partition", 0, &r->partition) &&
+	       znode_ids_decode(json_object_get(e, "replicas"), &r->replicas) &&
+	       !znode_copy(r->topic, sizeof(r->topic), json_string_value(t), json_string_length(t));
+}
+
+int znode_reassign_decode(const char *json, size_t len, struct znode_reassign **out, int *n)
+{
+	json_t *root = znode_load(json, len), *parts = root ? json_object_get(root, "partitions") : NULL, *e;
+	size_t i;
+	int err = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!json_is_array(parts) || json_array_size(parts) > 100000) {
+		json_decref(root);
+		return -EBADMSG;
+	}
+	*out = calloc(json_array_size(parts) + 1, sizeof(**out));
+	if (!*out)
+		err = -ENOMEM;
+	json_array_foreach(parts, i, e)
+	{
+		if (err || !znode_reassign_entry(e, &(*out)[*n])) {
+			err = err ? err : -EBADMSG;
+			break;
+		}
+		(*n)++;
+	}
+	json_decref(root);
+	if (err) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return err;
 }

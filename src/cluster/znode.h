@@ -120,10 +120,30 @@ struct znode_topic {
 		int32_t n;
 		int32_t ids[ZNODE_REPLICAS_MAX];
 	} * parts; /* malloc'd [nparts]; znode_topic_free() */
+	/*
+	 * A reassignment under way (KIP-455): adding[p] / removing[p] are the
+	 * replicas partition p gains / loses (n 0: none); malloc'd [nparts].
+	 */
+	struct znode_replicas *adding, *removing;
 };
 /* Any version 1-3 (partitions 0..n-1, each listed once).  0, -EBADMSG or -ENOMEM. */
 int znode_topic_decode(const char *json, size_t len, struct znode_topic *out);
 void znode_topic_free(struct znode_topic *zt);
+/* The whole document (version 3, adding/removing of the partitions that have them).  NULL when out of memory. */
+char *znode_topic_doc_encode(const struct znode_topic *zt);
+
+/*
+ * Kafka's older input /admin/reassign_partitions:
+ * {"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]},...]}.
+ * OUT: n entries, malloc'd (free(*out)).  0, -EBADMSG or -ENOMEM.
+ */
+#define ZNODE_REASSIGN "/admin/reassign_partitions"
+struct znode_reassign {
+	char topic[256];
+	int32_t partition;
+	struct znode_replicas replicas;
+};
+int znode_reassign_decode(const char *json, size_t len, struct znode_reassign **out, int *n);
 
 /* A partition's leader and ISR (.../partitions/<p>/state, version 1). */
 struct znode_state {

@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include "util/buf.h"
+
 struct part;
 
 struct coord_topic {
@@ -23,5 +25,14 @@ struct coord_topic {
 	void *arg;
 	int32_t nparts; /* > 0 once attached */
 };
+
+/* Java's String.hashCode of key (UTF-8 decoded to UTF-16 code units). */
+int32_t coord_java_hash(struct kstr key);
+/*
+ * The partition of an internal topic of nparts partitions that
+ * coordinates key (a group id or transactional.id), as Kafka picks it:
+ * Utils.abs(hashCode) % nparts, where abs(INT_MIN) is 0.
+ */
+int32_t coord_partition_for(struct kstr key, int32_t nparts);
 
 #endif

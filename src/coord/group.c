@@ -110,7 +110,12 @@ struct group_coord {
 	struct group **list; /* group_coord_groups() snapshot */
 	struct loop_timer expiry;
 	uint64_t member_seq;
+	uint8_t *owned;           /* cluster mode: GROUP_PART_* per partition; NULL: all (single node) */
+	struct loop_timer loader; /* loads the partitions in GROUP_PART_LOADING */
 };
+
+/* Cluster mode: where this broker stands with one __consumer_offsets partition. */
+enum { GROUP_PART_NOT_OWNED = 0, GROUP_PART_LOADING, GROUP_PART_LOADED };
 
 static const char *const group_state_names[] = {
 	[GROUP_EMPTY] = "Empty",
@@ -877,6 +882,8 @@ void group_join(struct group_coord *gc, const struct group_join_args *a, void *w
 
 	if (!a->group_id.p || a->group_id.len == 0)
 		err = KERR_INVALID_GROUP_ID;
+	else if ((err = group_coord_owner_kerr(gc, a->group_id)))
+		;
 	else if (a->session_timeout_ms < gc->cfg.min_session_timeout_ms ||
 		 a->session_timeout_ms > gc->cfg.max_session_timeout_ms)
 		err = KERR_INVALID_SESSION_TIMEOUT;
@@ -948,7 +955,10 @@ void group_sync(struct group_coord *gc, const struct group_sync_args *a, void *w
 {
 	struct group *grp = group_find(gc, a->group_id);
 	struct group_member *m = NULL;
-	int16_t err = group_member_check(grp, a->member_id, a->group_instance_id, a->generation, &m);
+	int16_t err = group_coord_owner_kerr(gc, a->group_id);
+
+	if (!err)
+		err = group_member_check(grp, a->member_id, a->group_instance_id, a->generation, &m);
 
 	if (!err && ((a->protocol_type.p && !group_kstr_is(a->protocol_type, grp->protocol_type)) ||
 		     (a->protocol_name.p && !group_kstr_is(a->protocol_name, grp->protocol_name))))
@@ -976,8 +986,10 @@ int16_t group_heartbeat(struct group_coord *gc, struct kstr group_id, struct kst
 {
 	struct group *grp = group_find(gc, group_id);
 	struct group_member *m = NULL;
-	int16_t err = group_member_check(grp, member_id, group_instance_id, generation, &m);
+	int16_t err = group_coord_owner_kerr(gc, group_id);
 
+	if (!err)
+		err = group_member_check(grp, member_id, group_instance_id, generation, &m);
 	if (err)
 		return err;
 	group_touch(m);
@@ -1006,7 +1018,10 @@ int16_t group_leave(struct group_coord *gc, struct kstr group_id, struct kstr me
 {
 	struct group *grp = group_find(gc, group_id);
 	struct group_member *m;
+	int16_t err = group_coord_owner_kerr(gc, group_id);
 
+	if (err)
+		return err;
 	if (!grp)
 		return KERR_UNKNOWN_MEMBER_ID;
 	if (grp->state == GROUP_DEAD)
@@ -1042,9 +1057,12 @@ int16_t group_commit_check(struct group_coord *gc, struct kstr group_id, struct 
 {
 	struct group *grp = group_find(gc, group_id);
 	struct group_member *m;
+	int16_t err;
 
 	if (!group_id.p)
 		return KERR_INVALID_GROUP_ID;
+	if ((err = group_coord_owner_kerr(gc, group_id)))
+		return err;
 	if (!grp) {
 		if (generation >= 0)
 			return KERR_ILLEGAL_GENERATION;
@@ -1083,19 +1101,19 @@ int group_commit(struct group_coord *gc, struct group *grp, const struct group_o
 int group_txn_stage(struct group_coord *gc, struct group *grp, int64_t producer_id, const struct group_offset *offs,
 		    int n)
 {
+	int32_t log_partition = group_store_partition_of(gc->store, grp->name); /* where group_txn_commit writes */
 	int err = 0;
 
-	(void)gc; /* persisting staged offsets (transactional batches) is the txn coordinator's part */
 	for (int i = 0; !err && i < n; i++)
-		err = group_store_offset_stage(&grp->offsets, producer_id, &offs[i]);
+		err = group_store_offset_stage(&grp->offsets, log_partition, producer_id, &offs[i]);
 	return err;
 }
 
-void group_txn_complete(struct group_coord *gc, int64_t producer_id, bool commit)
+void group_txn_complete(struct group_coord *gc, int32_t log_partition, int64_t producer_id, bool commit)
 {
 	for (size_t b = 0; b < gc->nbuckets; b++)
 		for (struct group *grp = gc->buckets[b]; grp; grp = grp->hnext)
-			group_store_offset_complete(&grp->offsets, producer_id, commit);
+			group_store_offset_complete(&grp->offsets, log_partition, producer_id, commit);
 }
 
 /* Removes grp from the table and frees it (it must have no members). */
@@ -1124,8 +1142,10 @@ static void group_kill(struct group *grp)
 int16_t group_delete(struct group_coord *gc, struct kstr group_id, struct part **part_out)
 {
 	struct group *grp = group_find(gc, group_id);
-	int err;
+	int err = group_coord_owner_kerr(gc, group_id);
 
+	if (err)
+		return (int16_t)err;
 	if (!grp || grp->state == GROUP_DEAD)
 		return KERR_GROUP_ID_NOT_FOUND;
 	if (grp->state != GROUP_EMPTY || grp->nmembers > 0)
@@ -1239,22 +1259,14 @@ void group_coord_expire(struct group_coord *gc, int64_t now_wall_ms)
 
 /* ---- loading from __consumer_offsets ---- */
 
-static void group_on_offset(void *arg, struct kstr group, struct kstr topic, int32_t partition,
-			    const struct group_offset *o, int64_t producer_id)
+static struct group_offsets *group_offsets_of(void *arg, struct kstr group, bool create)
 {
 	struct group_coord *gc = arg;
 	struct group *grp = group_find(gc, group);
 
-	if (!grp && !o)
-		return;
-	if (!grp)
+	if (!grp && create)
 		grp = group_create(gc, group);
-	if (producer_id >= 0 && o)
-		group_store_offset_stage(&grp->offsets, producer_id, o);
-	else if (o)
-		group_store_offset_set(&grp->offsets, o);
-	else
-		group_store_offset_delete(&grp->offsets, topic, partition);
+	return grp ? &grp->offsets : NULL;
 }
 
 /* Drops every member and the protocol of a loaded group (before replacing them). */
@@ -1319,12 +1331,21 @@ static void group_on_meta(void *arg, struct kstr group, const struct group_store
 	grp->state = grp->nmembers ? GROUP_STABLE : GROUP_EMPTY;
 }
 
-static void group_on_marker(void *arg, int64_t producer_id, bool commit)
+static void group_on_marker(void *arg, int32_t log_partition, int64_t producer_id, bool commit)
 {
-	group_txn_complete(arg, producer_id, commit);
+	group_txn_complete(arg, log_partition, producer_id, commit);
+}
+
+static size_t group_unload(struct group_coord *gc, int32_t partition);
+
+static void group_on_reset(void *arg)
+{
+	group_unload(arg, -1);
 }
 
 /* ---- the coordinator ---- */
+
+static void group_on_loader_timer(struct loop_timer *t);
 
 static void group_on_expiry_timer(struct loop_timer *t)
 {
@@ -1355,13 +1376,15 @@ int group_coord_new(struct loop *loop, const struct group_coord_cfg *cfg, const 
 		return err;
 	}
 	loop_timer_init(&gc->expiry, group_on_expiry_timer);
+	loop_timer_init(&gc->loader, group_on_loader_timer);
 	*out = gc;
 	return 0;
 }
 
 int group_coord_attach(struct group_coord *gc, const struct coord_topic *ct)
 {
-	static const struct group_store_loader loader = { group_on_offset, group_on_meta, group_on_marker };
+	static const struct group_store_loader loader = { group_offsets_of, group_on_meta, group_on_marker,
+							  group_on_reset };
 	int64_t t0 = group_now();
 	int err;
 
@@ -1375,26 +1398,109 @@ int group_coord_attach(struct group_coord *gc, const struct coord_topic *ct)
 	return 0;
 }
 
+/* gc->loader: loads the partitions this broker came to lead, off the request that made it leader. */
+static void group_on_loader_timer(struct loop_timer *t)
+{
+	static const struct group_store_loader loader = { group_offsets_of, group_on_meta, group_on_marker,
+							  group_on_reset };
+	struct group_coord *gc = (struct group_coord *)((char *)t - offsetof(struct group_coord, loader));
+
+	for (int32_t p = 0; gc->owned && p < group_store_nparts(gc->store); p++) {
+		int64_t t0 = group_now();
+		size_t before = gc->ngroups;
+		int err;
+
+		if (gc->owned[p] != GROUP_PART_LOADING)
+			continue;
+		err = group_store_load_partition(gc->store, &loader, gc, p);
+		if (err) {
+			group_unload(gc, p); /* what was read so far; the next LeaderAndIsr tries again */
+			gc->owned[p] = GROUP_PART_NOT_OWNED;
+			continue;
+		}
+		gc->owned[p] = GROUP_PART_LOADED;
+		log_info("group coordinator: __consumer_offsets-%d loaded, %zu groups, in %lld ms", p,
+			 gc->ngroups - before, (long long)(group_now() - t0));
+	}
+}
+
+int group_coord_attach_unowned(struct group_coord *gc, const struct coord_topic *ct)
+{
+	uint8_t *owned = calloc((size_t)ct->nparts, 1);
+
+	if (!owned)
+		return -ENOMEM;
+	free(gc->owned);
+	gc->owned = owned;
+	group_store_attach(gc->store, ct);
+	loop_timer_set(gc->loop, &gc->expiry, group_now() + gc->cfg.retention_check_interval_ms);
+	return 0;
+}
+
+void group_coord_set_leader(struct group_coord *gc, int32_t partition, bool leader)
+{
+	size_t n;
+
+	if (!gc->owned || partition < 0 || partition >= group_store_nparts(gc->store))
+		return;
+	if (leader && gc->owned[partition] == GROUP_PART_NOT_OWNED) {
+		gc->owned[partition] = GROUP_PART_LOADING;
+		loop_timer_set(gc->loop, &gc->loader, group_now());
+	} else if (!leader && gc->owned[partition] != GROUP_PART_NOT_OWNED) {
+		gc->owned[partition] = GROUP_PART_NOT_OWNED;
+		n = group_unload(gc, partition);
+		log_info("group coordinator: __consumer_offsets-%d no longer led here, %zu groups unloaded", partition,
+			 n);
+	}
+}
+
+int16_t group_coord_owner_kerr(const struct group_coord *gc, struct kstr group_id)
+{
+	if (!gc->owned || !group_id.p)
+		return KERR_NONE;
+	switch (gc->owned[group_store_partition_of(gc->store, group_id)]) {
+	case GROUP_PART_LOADED:
+		return KERR_NONE;
+	case GROUP_PART_LOADING:
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
+	default:
+		return KERR_NOT_COORDINATOR;
+	}
+}
+
 bool group_coord_attached(const struct group_coord *gc)
 {
 	return group_store_attached(gc->store);
+}
+
+/* Forgets the groups of partition (-1: all); their waiting members get NOT_COORDINATOR. */
+static size_t group_unload(struct group_coord *gc, int32_t partition)
+{
+	size_t n = 0;
+
+	for (size_t b = 0; b < gc->nbuckets; b++)
+		for (struct group *grp = gc->buckets[b], *next; grp; grp = next) {
+			next = grp->hnext;
+			if (partition >= 0 && group_store_partition_of(gc->store, grp->name) != partition)
+				continue;
+			for (struct group_member *m = grp->members; m; m = m->next)
+				group_member_release(m, KERR_NOT_COORDINATOR);
+			group_reset(grp);
+			grp->nmembers = 0;
+			group_kill(grp);
+			n++;
+		}
+	return n;
 }
 
 void group_coord_free(struct group_coord *gc)
 {
 	if (!gc)
 		return;
-	for (size_t b = 0; b < gc->nbuckets; b++)
-		while (gc->buckets[b]) {
-			struct group *grp = gc->buckets[b];
-
-			for (struct group_member *m = grp->members; m; m = m->next)
-				group_member_release(m, KERR_NOT_COORDINATOR);
-			group_reset(grp);
-			grp->nmembers = 0;
-			group_kill(grp);
-		}
+	group_unload(gc, -1);
 	loop_timer_cancel(gc->loop, &gc->expiry);
+	loop_timer_cancel(gc->loop, &gc->loader);
+	free(gc->owned);
 	group_store_free(gc->store);
 	free(gc->list);
 	free(gc->buckets);

@@ -111,6 +111,22 @@ void group_coord_free(struct group_coord *gc);
  */
 int group_coord_attach(struct group_coord *gc, const struct coord_topic *ct);
 bool group_coord_attached(const struct group_coord *gc);
+/*
+ * Cluster mode: reaches __consumer_offsets through ct (ct->nparts: the
+ * topic's partition count in the cluster) but loads nothing; this broker
+ * coordinates the groups of the partitions it leads, loaded when
+ * group_coord_set_leader() says so.  0 or -ENOMEM.
+ */
+int group_coord_attach_unowned(struct group_coord *gc, const struct coord_topic *ct);
+/*
+ * Cluster mode: this broker became leader of partition (loads its groups
+ * soon after, on a timer: COORDINATOR_LOAD_IN_PROGRESS meanwhile), or
+ * stopped leading it (forgets its groups; waiting members are answered
+ * NOT_COORDINATOR).  A no-op on a single node.
+ */
+void group_coord_set_leader(struct group_coord *gc, int32_t partition, bool leader);
+/* KERR_NONE if group_id is coordinated here, else NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS. */
+int16_t group_coord_owner_kerr(const struct group_coord *gc, struct kstr group_id);
 
 /* The answer comes through ops->join_done(waiter, ...) (see the header comment). */
 void group_join(struct group_coord *gc, const struct group_join_args *a, void *waiter);
@@ -159,10 +175,16 @@ bool group_subscribed(const struct group *grp, struct kstr topic);
 int group_offset_delete(struct group_coord *gc, struct group *grp, const struct group_offset *offs, int n,
 			struct part **part_out);
 
-/* Transactions (TxnOffsetCommit, EndTxn): stage offsets, then make them visible or drop them. */
+/*
+ * Transactions (TxnOffsetCommit, EndTxn): stage offsets (as written to the
+ * group's __consumer_offsets partition), then make them visible or drop
+ * them when a marker of producer_id is written to log_partition: only the
+ * offsets staged from that partition, whose records the marker follows.
+ * A transaction's offsets in other partitions wait for their own marker.
+ */
 int group_txn_stage(struct group_coord *gc, struct group *grp, int64_t producer_id, const struct group_offset *offs,
 		    int n);
-void group_txn_complete(struct group_coord *gc, int64_t producer_id, bool commit);
+void group_txn_complete(struct group_coord *gc, int32_t log_partition, int64_t producer_id, bool commit);
 /*
  * Transactions: TxnOffsetCommit persists offs as a transactional batch of
  * producer_id/producer_epoch (group_store_write_txn) and stages them.  OUT

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "log/partition.h"
+#include "log/pstate.h"
 #include "log/scan.h"
 #include "proto/records.h"
 #include "util/log.h"
@@ -158,28 +159,30 @@ bool group_store_offset_delete(struct group_offsets *go, struct kstr topic, int3
 	return true;
 }
 
-int group_store_offset_stage(struct group_offsets *go, int64_t producer_id, const struct group_offset *o)
+int group_store_offset_stage(struct group_offsets *go, int32_t log_partition, int64_t producer_id,
+			     const struct group_offset *o)
 {
 	struct group_offsets_pending *p = go->pending;
 
-	while (p && p->producer_id != producer_id)
+	while (p && (p->producer_id != producer_id || p->log_partition != log_partition))
 		p = p->next;
 	if (!p) {
 		p = calloc(1, sizeof(*p));
 		if (!p)
 			return -ENOMEM;
 		p->producer_id = producer_id;
+		p->log_partition = log_partition;
 		p->next = go->pending;
 		go->pending = p;
 	}
 	return group_store_array_set(&p->v, &p->n, &p->cap, o);
 }
 
-void group_store_offset_complete(struct group_offsets *go, int64_t producer_id, bool commit)
+void group_store_offset_complete(struct group_offsets *go, int32_t log_partition, int64_t producer_id, bool commit)
 {
 	struct group_offsets_pending **pp = &go->pending, *p;
 
-	while (*pp && (*pp)->producer_id != producer_id)
+	while (*pp && ((*pp)->producer_id != producer_id || (*pp)->log_partition != log_partition))
 		pp = &(*pp)->next;
 	p = *pp;
 	if (!p)
@@ -222,14 +225,15 @@ bool group_store_attached(const struct group_store *gs)
 	return gs->topic.nparts > 0;
 }
 
+int32_t group_store_nparts(const struct group_store *gs)
+{
+	return gs->topic.nparts;
+}
+
 int32_t group_store_partition_for(struct kstr group, int32_t nparts)
 {
-	int32_t h = 0;
-
 	assert(nparts > 0);
-	for (int32_t i = 0; i < group.len; i++)
-		h = (int32_t)(31u * (uint32_t)h + (uint8_t)group.p[i]);
-	return (h & 0x7fffffff) % nparts;
+	return coord_partition_for(group, nparts);
 }
 
 int32_t group_store_partition_of(const struct group_store *gs, struct kstr group)
@@ -372,8 +376,10 @@ int group_store_write_txn(struct group_store *gs, struct kstr group, const struc
 	struct wr scratch;
 	int err;
 
+	const struct pstate_entry *e = part ? pstate_find(part_pstate(part), producer_id) : NULL;
+
 	wr_init(&scratch);
-	err = !sp ? -ENOMEM : n <= 0 ? -EINVAL : !part ? -ENOENT : 0;
+	err = !sp ? -ENOMEM : n <= 0 ? -EINVAL : !part ? -ENOENT : e && e->epoch > producer_epoch ? -ESTALE : 0;
 	for (int i = 0; !err && i < n; i++)
 		group_store_offset_kv(&scratch, group, &offs[i], false, &sp[i]);
 	if (!err)
@@ -448,8 +454,29 @@ static int group_store_meta_decode(struct rd *r, struct group_store_meta *m)
 	return r->err ? -EBADMSG : 0;
 }
 
+/*
+ * One offset record replayed into its group's table: a transactional one
+ * (producer_id >= 0) staged until its marker, another set, a tombstone
+ * deleting.
+ */
+static void group_store_replay_offset(const struct group_store_loader *ld, void *arg, int32_t log_partition,
+				      struct kstr group, struct kstr topic, int32_t partition,
+				      const struct group_offset *o, int64_t producer_id)
+{
+	struct group_offsets *go = ld->offsets(arg, group, o != NULL);
+
+	if (!go)
+		return;
+	if (o && producer_id >= 0)
+		group_store_offset_stage(go, log_partition, producer_id, o);
+	else if (o)
+		group_store_offset_set(go, o);
+	else
+		group_store_offset_delete(go, topic, partition);
+}
+
 /* One record of a non-control batch: dispatches on the key version. */
-static int group_store_apply(struct bytes key, struct bytes value, int64_t producer_id,
+static int group_store_apply(int32_t log_partition, struct bytes key, struct bytes value, int64_t producer_id,
 			     const struct group_store_loader *ld, void *arg)
 {
 	struct rd r, rv;
@@ -470,7 +497,7 @@ static int group_store_apply(struct bytes key, struct bytes value, int64_t produ
 		if (r.err || !topic.p)
 			return -EBADMSG;
 		if (value.len < 0) {
-			ld->on_offset(arg, group, topic, partition, NULL, producer_id);
+			group_store_replay_offset(ld, arg, log_partition, group, topic, partition, NULL, producer_id);
 			return 0;
 		}
 		if (group_store_offset_value(&rv, &o, &meta) < 0)
@@ -480,7 +507,7 @@ static int group_store_apply(struct bytes key, struct bytes value, int64_t produ
 		o.topic = t;
 		o.partition = partition;
 		if (t && o.metadata)
-			ld->on_offset(arg, group, topic, partition, &o, producer_id);
+			group_store_replay_offset(ld, arg, log_partition, group, topic, partition, &o, producer_id);
 		else
 			err = -ENOMEM;
 		free(t);
@@ -503,20 +530,44 @@ static int group_store_apply(struct bytes key, struct bytes value, int64_t produ
 	return -EBADMSG;
 }
 
+/* Which records a scan applies, by where their group's partition is (group_store_load). */
+enum group_store_only { GROUP_STORE_ALL, GROUP_STORE_OWN, GROUP_STORE_FOREIGN };
+
 struct group_store_scan {
 	const struct group_store_loader *ld;
 	void *arg;
 	int64_t producer_id; /* of the batch being read: -1 outside transactions */
-	int32_t pidx;
+	int32_t pidx, nparts;
+	enum group_store_only only;
+	bool foreign; /* a record of a group whose partition is another was seen */
 };
+
+/* The partition of the group a record's key names (a key that cannot be read: pidx, for apply to report). */
+static int32_t group_store_key_partition(struct bytes key, int32_t pidx, int32_t nparts)
+{
+	struct rd r;
+	struct kstr group;
+
+	rd_init(&r, key.p, (size_t)key.len);
+	rd_i16(&r);
+	group = rd_kstr16(&r);
+	return r.err || !group.p ? pidx : coord_partition_for(group, nparts);
+}
 
 static int group_store_on_record(void *arg, const struct record *rec)
 {
-	const struct group_store_scan *sc = arg;
+	struct group_store_scan *sc = arg;
 
 	if (rec->key.len < 0)
 		return -EBADMSG;
-	return group_store_apply(rec->key, rec->value, sc->producer_id, sc->ld, sc->arg);
+	if (sc->only != GROUP_STORE_ALL) {
+		bool own = group_store_key_partition(rec->key, sc->pidx, sc->nparts) == sc->pidx;
+
+		sc->foreign |= !own;
+		if (own != (sc->only == GROUP_STORE_OWN))
+			return 0;
+	}
+	return group_store_apply(sc->pidx, rec->key, rec->value, sc->producer_id, sc->ld, sc->arg);
 }
 
 /* One batch: a transaction marker, or records dispatched on their key version. */
@@ -530,7 +581,7 @@ static void group_store_on_batch(void *arg, const uint8_t *p, const struct batch
 		int32_t epoch;
 
 		if (records_control_parse(p, h, &commit, &epoch) == 0)
-			sc->ld->on_marker(sc->arg, h->producer_id, commit);
+			sc->ld->on_marker(sc->arg, sc->pidx, h->producer_id, commit);
 		return;
 	}
 	sc->producer_id = records_is_transactional(h) ? h->producer_id : -1;
@@ -540,17 +591,57 @@ static void group_store_on_batch(void *arg, const uint8_t *p, const struct batch
 			 (long long)h->base_offset, err == -EPROTO ? "compressed" : "malformed record");
 }
 
-int group_store_load(struct group_store *gs, const struct group_store_loader *ld, void *arg)
+/* Replays partition i to its high watermark, or with to_end to its log end; OUT *foreign (may be NULL). */
+static int group_store_load_one(struct group_store *gs, const struct group_store_loader *ld, void *arg, int32_t i,
+				bool to_end, enum group_store_only only, bool *foreign)
+{
+	struct group_store_scan sc = { ld, arg, -1, i, gs->topic.nparts, only, false };
+	struct part *part = gs->topic.part(gs->topic.arg, i);
+	int err = !part    ? -ENOENT
+		  : to_end ? part_scan_to(part, part_log_end_offset(part), group_store_on_batch, &sc)
+			   : part_scan(part, group_store_on_batch, &sc);
+
+	if (err)
+		log_error("__consumer_offsets-%d: cannot load: %s", i, strerror(-err));
+	if (foreign)
+		*foreign |= sc.foreign;
+	return err;
+}
+
+static int group_store_load_all(struct group_store *gs, const struct group_store_loader *ld, void *arg,
+				enum group_store_only only, bool *foreign)
 {
 	for (int32_t i = 0; i < gs->topic.nparts; i++) {
-		struct group_store_scan sc = { ld, arg, -1, i };
-		struct part *part = gs->topic.part(gs->topic.arg, i);
-		int err = part ? part_scan(part, group_store_on_batch, &sc) : -ENOENT;
+		int err = group_store_load_one(gs, ld, arg, i, false, only, foreign);
 
-		if (err) {
-			log_error("__consumer_offsets-%d: cannot load: %s", i, strerror(-err));
+		if (err)
 			return err;
-		}
 	}
 	return 0;
+}
+
+/*
+ * Before coord_partition_for() took Kafka's abs(), some groups were written
+ * to another partition than theirs; each partition being replayed in turn,
+ * such older records could then win over newer ones in the group's own
+ * partition.  So the records in a group's own partition are applied last:
+ * if any record lies elsewhere, everything is replayed again, those first.
+ */
+int group_store_load(struct group_store *gs, const struct group_store_loader *ld, void *arg)
+{
+	bool foreign = false;
+	int err = group_store_load_all(gs, ld, arg, GROUP_STORE_OWN, &foreign);
+
+	if (err || !foreign)
+		return err;
+	log_info("__consumer_offsets: groups written to other partitions by an older version; replaying those first");
+	ld->on_reset(arg);
+	err = group_store_load_all(gs, ld, arg, GROUP_STORE_FOREIGN, NULL);
+	return err ? err : group_store_load_all(gs, ld, arg, GROUP_STORE_OWN, NULL);
+}
+
+int group_store_load_partition(struct group_store *gs, const struct group_store_loader *ld, void *arg,
+			       int32_t partition)
+{
+	return group_store_load_one(gs, ld, arg, partition, true, GROUP_STORE_ALL, NULL);
 }

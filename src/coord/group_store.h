@@ -4,9 +4,8 @@
  * __consumer_offsets, in Kafka's own record formats so that Kafka tools
  * (kafka-console-consumer --formatter OffsetsMessageFormatter) read it.
  *
- * Which partition: abs(java_string_hash(group)) % partitions, as Kafka
- * (Utils.abs(groupId.hashCode) % offsets.topic.num.partitions; the hash is
- * taken over bytes, which equals Java's for ASCII group ids).
+ * Which partition: Kafka's Utils.abs(groupId.hashCode) %
+ * offsets.topic.num.partitions (coord_partition_for(), coord_topic.h).
  *
  * Records (uncompressed record batches v2 built with records_build(); all
  * integers big-endian, strings int16 length + bytes, -1 = null; a record
@@ -45,9 +44,10 @@
  * order is "the latest value per key wins" (the log is compacted only in
  * spirit: nothing is cleaned yet).  Transactional offset commits
  * (TxnOffsetCommit, written by the transaction coordinator as
- * transactional batches) are reported with their producer id, and control
- * batches as markers, so that the caller stages them and makes them
- * visible on COMMIT (group_store_offset_stage / _complete).
+ * transactional batches) are staged under their producer id
+ * (group_store_offset_stage) and control batches reported as markers, so
+ * that the caller makes them visible on COMMIT or drops them on ABORT
+ * (group_store_offset_complete).
  */
 #ifndef GREGOR_COORD_GROUP_STORE_H
 #define GREGOR_COORD_GROUP_STORE_H
@@ -70,9 +70,10 @@ struct group_offset {
 	int64_t commit_ts_ms; /* wall clock */
 };
 
-/* Offsets staged by one transactional producer, visible only on commit. */
+/* Offsets staged by one transactional producer in one partition, visible only on commit. */
 struct group_offsets_pending {
 	int64_t producer_id;
+	int32_t log_partition; /* the __consumer_offsets partition of their records: only a marker there ends them */
 	struct group_offset *v;
 	int n, cap;
 	struct group_offsets_pending *next;
@@ -93,10 +94,15 @@ const struct group_offset *group_store_offset_get(const struct group_offsets *go
 int group_store_offset_set(struct group_offsets *go, const struct group_offset *o);
 /* True if there was an offset to delete. */
 bool group_store_offset_delete(struct group_offsets *go, struct kstr topic, int32_t partition);
-/* Stages o for producer_id (TxnOffsetCommit).  0 or -ENOMEM. */
-int group_store_offset_stage(struct group_offsets *go, int64_t producer_id, const struct group_offset *o);
-/* Commit: moves producer_id's staged offsets into the table; abort: drops them. */
-void group_store_offset_complete(struct group_offsets *go, int64_t producer_id, bool commit);
+/* Stages o for producer_id (TxnOffsetCommit), its record in __consumer_offsets-log_partition.  0 or -ENOMEM. */
+int group_store_offset_stage(struct group_offsets *go, int32_t log_partition, int64_t producer_id,
+			     const struct group_offset *o);
+/*
+ * A marker of producer_id in __consumer_offsets-log_partition.  Commit:
+ * moves producer_id's offsets staged from there into the table; abort:
+ * drops them.
+ */
+void group_store_offset_complete(struct group_offsets *go, int32_t log_partition, int64_t producer_id, bool commit);
 /* True if some producer has an offset staged for (topic, partition) (UNSTABLE_OFFSET_COMMIT). */
 bool group_store_offset_pending(const struct group_offsets *go, struct kstr topic, int32_t partition);
 
@@ -120,13 +126,17 @@ struct group_store_meta {
 
 /* Callbacks for group_store_load(); every view is valid during the call only. */
 struct group_store_loader {
-	/* o NULL: tombstone.  producer_id >= 0: a transactional (staged) commit. */
-	void (*on_offset)(void *arg, struct kstr group, struct kstr topic, int32_t partition,
-			  const struct group_offset *o, int64_t producer_id);
+	/*
+	 * The offset table of group, for the offset records replayed into it:
+	 * made (an empty group) when create; NULL if there is none.
+	 */
+	struct group_offsets *(*offsets)(void *arg, struct kstr group, bool create);
 	/* m NULL: tombstone (the group was deleted). */
 	void (*on_meta)(void *arg, struct kstr group, const struct group_store_meta *m);
-	/* A transaction marker in the partition: commit or abort producer_id's staged offsets. */
-	void (*on_marker)(void *arg, int64_t producer_id, bool commit);
+	/* A transaction marker in log_partition: commit or abort producer_id's offsets staged from there. */
+	void (*on_marker)(void *arg, int32_t log_partition, int64_t producer_id, bool commit);
+	/* Forget everything loaded so far: group_store_load() replays again (see there). */
+	void (*on_reset)(void *arg);
 };
 
 struct group_store;
@@ -136,8 +146,17 @@ void group_store_free(struct group_store *gs);
 /* Reaches the partitions of __consumer_offsets through ct (copied; see coord_topic.h). */
 void group_store_attach(struct group_store *gs, const struct coord_topic *ct);
 bool group_store_attached(const struct group_store *gs);
+/* The partition count attached with (0 before). */
+int32_t group_store_nparts(const struct group_store *gs);
 /* Replays every partition into ld.  0, or -errno / -EBADMSG from the log. */
 int group_store_load(struct group_store *gs, const struct group_store_loader *ld, void *arg);
+/*
+ * Cluster mode: replays one partition this broker just came to lead, to
+ * its log end (its high watermark may lag what the previous leader
+ * acknowledged).  0, -ENOENT (not led here) or -errno.
+ */
+int group_store_load_partition(struct group_store *gs, const struct group_store_loader *ld, void *arg,
+			       int32_t partition);
 /* The partition index of group (attached stores only). */
 int32_t group_store_partition_of(const struct group_store *gs, struct kstr group);
 /* The same for a topic of nparts (> 0) partitions: one still being made. */
@@ -157,7 +176,11 @@ int group_store_write(struct group_store *gs, struct kstr group, const struct gr
 /*
  * Transactions (TxnOffsetCommit): appends offs as one transactional batch of
  * producer_id/producer_epoch to group's partition; coord/txn.c later appends
- * the COMMIT/ABORT marker there.  OUT *part_out.  0, -EINVAL (n < 1) or -errno.
+ * the COMMIT/ABORT marker there.  OUT *part_out.  0, -EINVAL (n < 1),
+ * -ESTALE (the partition's producer state holds a newer epoch of
+ * producer_id: its transaction was ended with the epoch bumped, so no
+ * marker would ever end these offsets; Kafka's log refuses such an append
+ * with INVALID_PRODUCER_EPOCH) or -errno.
  */
 int group_store_write_txn(struct group_store *gs, struct kstr group, const struct group_offset *offs, int n,
 			  int64_t producer_id, int16_t producer_epoch, int64_t now_ms, struct part **part_out);

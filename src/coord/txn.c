@@ -41,6 +41,11 @@
  *   Prepare* appended --synced--> markers appended (TXN_MARK_TODO ->
  *   WRITTEN) --synced--> (DONE) Complete* appended
  *
+ * In cluster mode each step also waits for the high watermark: the
+ * markers for the Prepare* record's (txn_replicated), a marker written
+ * here for its partition's (txn_mark_replicated), a marker sent to
+ * another broker for that broker's answer, which waits for it too.
+ *
  * A marker that cannot be appended stays TODO, a failed fsync leaves its
  * step to be synced again: txn_coord_retry retries both.  A Prepare*
  * found at start-up is completed the same way: writing a marker twice is
@@ -72,7 +77,8 @@
 /* Where the marker of one partition is, while a transaction completes. */
 enum txn_mark {
 	TXN_MARK_TODO,    /* not appended yet (or its append failed) */
-	TXN_MARK_WRITTEN, /* appended, its fsync round awaited */
+	TXN_MARK_WRITTEN, /* appended, its fsync round (cluster mode: its partition's high watermark) awaited */
+	TXN_MARK_SENT,    /* sent to the partition's leader on another broker, its answer awaited */
 	TXN_MARK_DONE,    /* durable, or the partition is gone */
 };
 
@@ -92,9 +98,12 @@ struct txn {
 	struct txn *hnext;
 	/* while completing (Prepare*), see txn_advance */
 	uint8_t *marks;       /* enum txn_mark per tps[i]; NULL when not completing */
+	int64_t *mark_ends;   /* per tps[i]: the log end after its WRITTEN marker (txn_marks_alloc) */
+	bool replicating;     /* a WRITTEN marker waits for its partition's high watermark */
 	uint64_t wait_first;  /* the first fsync round awaited (of the step's writes), 0 = none */
 	uint64_t wait_ticket; /* the last one */
 	bool prepared;        /* the Prepare* record is durable */
+	int64_t state_end;    /* cluster mode: log end of its __transaction_state partition after its last record */
 	bool retry;           /* a step failed: txn_coord_retry does it again */
 	int64_t retry_log_ms; /* monotonic time of the last retry logged as an error, 0 = none */
 	txn_done_fn *done;    /* the EndTxn waiting for the outcome */
@@ -115,7 +124,14 @@ struct txn_coord {
 	struct loop_timer timer;
 	struct loop_timer retry_timer;
 	struct loop_timer expire_timer;
+	int32_t need_part;        /* cluster mode: partition of the last record written, -1 none (take_need) */
+	int64_t need_end;         /* its log end after that record */
+	uint8_t *owned;           /* cluster mode: TXN_PART_* per partition; NULL: all (single node) */
+	struct loop_timer loader; /* loads the partitions in TXN_PART_LOADING */
 };
+
+/* Cluster mode: where this broker stands with one __transaction_state partition. */
+enum { TXN_PART_NOT_OWNED = 0, TXN_PART_LOADING, TXN_PART_LOADED };
 
 static const char *const txn_state_names[TXN_STATE_COUNT] = {
 	[TXN_EMPTY] = "Empty",
@@ -224,9 +240,33 @@ static struct txn *txn_create(struct txn_coord *tc, struct kstr id)
 	return txn;
 }
 
+/* The marks of a completing transaction, all TODO.  False when out of memory. */
+static bool txn_marks_alloc(struct txn *txn)
+{
+	size_t n = (size_t)(txn->ntps > 0 ? txn->ntps : 1);
+
+	txn->marks = calloc(n, 1);
+	txn->mark_ends = calloc(n, sizeof(*txn->mark_ends));
+	if (txn->marks && txn->mark_ends)
+		return true;
+	free(txn->mark_ends);
+	txn->mark_ends = NULL;
+	free(txn->marks);
+	txn->marks = NULL;
+	return false;
+}
+
+static void txn_marks_free(struct txn *txn)
+{
+	free(txn->mark_ends);
+	txn->mark_ends = NULL;
+	free(txn->marks);
+	txn->marks = NULL;
+}
+
 static void txn_free(struct txn *txn)
 {
-	free(txn->marks);
+	txn_marks_free(txn);
 	txn_clear_tps(txn);
 	free(txn->tps);
 	free(txn->id);
@@ -288,7 +328,26 @@ static int txn_persist(struct txn_coord *tc, struct txn *txn)
 	tk = tc->ops.written(tc->arg, part);
 	tc->ticket = tk > tc->ticket ? tk : tc->ticket;
 	txn->ticket = tk;
+	txn->state_end = part_log_end_offset(part);
+	tc->need_part = txn_store_partition_of(tc->topic.nparts, txn_id(txn));
+	tc->need_end = txn->state_end;
 	return 0;
+}
+
+/*
+ * Cluster mode: false while the high watermark of txn's __transaction_state
+ * partition is below its last record (Kafka's coordinator acts on a state
+ * once the in-sync replicas have it); txn_coord_on_synced is called again
+ * when high watermarks move.
+ */
+static bool txn_replicated(struct txn_coord *tc, const struct txn *txn)
+{
+	struct part *part;
+
+	if (!tc->owned)
+		return true;
+	part = tc->topic.part(tc->topic.arg, txn_store_partition_of(tc->topic.nparts, txn_id(txn)));
+	return part && part_high_watermark(part) >= txn->state_end;
 }
 
 /* Moves txn to state `to`, stamps it and persists it; on failure the state is restored. */
@@ -329,8 +388,8 @@ static int32_t txn_coordinator_epoch(struct txn_coord *tc, const struct txn *txn
 	struct part *part = tc->topic.part(tc->topic.arg, i);
 
 	if (!part)
-		return -1; /* offline: no epoch to give until it is back */
-	if (!tc->epoch_bumped[i]) {
+		return -1;                        /* offline: no epoch to give until it is back */
+	if (!tc->epoch_bumped[i] && !tc->owned) { /* cluster mode: the controller's leader epoch already moved */
 		int err = part_set_leader_epoch(part, part_leader_epoch(part) + 1);
 
 		if (err)
@@ -377,6 +436,10 @@ static bool txn_write_marker(struct txn_coord *tc, struct txn *txn, int32_t i, b
 		txn->marks[i] = TXN_MARK_DONE; /* the topic was deleted meanwhile */
 		return true;
 	}
+	if (err == -EREMOTE && !(err = tc->ops.send_marker(tc->arg, txn_id(txn), &m, tp->topic, tp->partition))) {
+		txn->marks[i] = TXN_MARK_SENT; /* txn_coord_on_marker_sent moves it on */
+		return true;
+	}
 	if (!err)
 		err = marker_append(part, &m, clock_wall_ms(), &info);
 	if (err == -ESTALE || err == -EPERM) {
@@ -391,11 +454,40 @@ static bool txn_write_marker(struct txn_coord *tc, struct txn *txn, int32_t i, b
 			      tp->partition, strerror(-err));
 		return false;
 	}
-	if (!strcmp(tp->topic, TXN_OFFSETS_TOPIC))
-		tc->ops.offsets_complete(tc->arg, txn->producer_id, commit);
 	txn_wait_on(txn, tc->ops.written(tc->arg, part));
 	txn->marks[i] = TXN_MARK_WRITTEN;
+	txn->mark_ends[i] = info.last_offset + 1;
 	return true;
+}
+
+/*
+ * A WRITTEN marker whose fsync round is done: DONE once the high
+ * watermark of its partition passes it (ops.replicated: Kafka appends
+ * markers with acks=-1), and only then do the staged offsets of a marker
+ * on __consumer_offsets become visible (COMMIT) or go (ABORT).  Meanwhile
+ * it stays WRITTEN (txn->replicating); if the wait cannot succeed here
+ * (leadership moved, too few in-sync replicas) it is written again (TODO,
+ * *todo set).
+ */
+static void txn_mark_replicated(struct txn_coord *tc, struct txn *txn, int32_t i, bool commit, bool *todo)
+{
+	const struct txn_tp *tp = &txn->tps[i];
+	int rc = tc->ops.replicated(tc->arg, tp->topic, tp->partition, txn->mark_ends[i]);
+
+	if (rc == 0) {
+		txn->replicating = true;
+		return;
+	}
+	if (rc < 0) {
+		txn_log_retry(txn, "the %s marker for '%s-%d' did not reach the in-sync replicas: %s",
+			      commit ? "COMMIT" : "ABORT", tp->topic, tp->partition, strerror(-rc));
+		txn->marks[i] = TXN_MARK_TODO;
+		*todo = true;
+		return;
+	}
+	if (!strcmp(tp->topic, TXN_OFFSETS_TOPIC))
+		tc->ops.offsets_complete(tc->arg, tp->partition, txn->producer_id, commit);
+	txn->marks[i] = TXN_MARK_DONE;
 }
 
 /*
@@ -446,8 +538,7 @@ static void txn_finish(struct txn_coord *tc, struct txn *txn)
 		pp = &(*pp)->cnext;
 	*pp = txn->cnext;
 	txn->cnext = NULL;
-	free(txn->marks);
-	txn->marks = NULL;
+	txn_marks_free(txn);
 	log_debug(LOGC_TXN, "txn", "'%s': %s %d partition(s)", txn->id,
 		  txn->state == TXN_COMPLETE_COMMIT ? "committed" : "aborted", txn->ntps);
 	txn_clear_tps(txn);
@@ -468,6 +559,8 @@ static void txn_advance(struct txn_coord *tc, struct txn *txn)
 	assert(txn->state == TXN_PREPARE_COMMIT || txn->state == TXN_PREPARE_ABORT);
 	if (txn->retry || (txn->wait_ticket && !tc->ops.synced(tc->arg, txn->wait_first, txn->wait_ticket, &failed)))
 		return;
+	if (!txn->prepared && !txn_replicated(tc, txn))
+		return; /* the markers wait for the Prepare* record on the in-sync replicas */
 	txn->wait_first = txn->wait_ticket = 0;
 	if (failed) {
 		txn_log_retry(txn, "an fsync of the transaction's writes failed");
@@ -477,16 +570,22 @@ static void txn_advance(struct txn_coord *tc, struct txn *txn)
 		return;
 	}
 	txn->prepared = true;
+	txn->replicating = false;
 	for (int pass = 0; pass < 2; pass++) {
 		for (int32_t i = 0; i < txn->ntps; i++) {
-			if (txn->marks[i] == TXN_MARK_WRITTEN)
-				txn->marks[i] = TXN_MARK_DONE; /* its round is done */
+			if (txn->marks[i] == TXN_MARK_WRITTEN) /* its round is done */
+				txn_mark_replicated(tc, txn, i, commit, &todo);
 			else if (txn->marks[i] == TXN_MARK_TODO && pass == 0)
 				todo |= !txn_write_marker(tc, txn, i, commit);
 		}
 		if (txn->wait_ticket)
 			return; /* the second pass runs after the markers' round */
 	}
+	for (int32_t i = 0; i < txn->ntps; i++)
+		if (txn->marks[i] == TXN_MARK_SENT)
+			return; /* txn_coord_on_marker_sent moves it on */
+	if (txn->replicating)
+		return; /* txn_coord_on_synced again once high watermarks move */
 	if (todo) {
 		txn_retry_later(tc, txn);
 		txn_notify(txn, KERR_NONE); /* decided and durable: the retries finish it */
@@ -503,7 +602,7 @@ static void txn_advance(struct txn_coord *tc, struct txn *txn)
 static void txn_start_completion(struct txn_coord *tc, struct txn *txn)
 {
 	assert(!txn->marks);
-	txn->marks = calloc((size_t)(txn->ntps > 0 ? txn->ntps : 1), 1);
+	txn_marks_alloc(txn);
 	txn->wait_first = txn->wait_ticket = 0;
 	txn_wait_on(txn, txn->ticket);
 	txn->prepared = false;
@@ -519,13 +618,42 @@ static void txn_start_completion(struct txn_coord *tc, struct txn *txn)
 	txn_advance(tc, txn);
 }
 
+void txn_coord_on_marker_sent(struct txn_coord *tc, struct kstr id, int64_t producer_id, const char *topic,
+			      int32_t partition, int16_t err)
+{
+	struct txn *txn = txn_find(tc, id);
+	int32_t i = 0;
+
+	if (!txn || !txn->marks || txn->producer_id != producer_id)
+		return; /* unloaded, or finished meanwhile */
+	while (i < txn->ntps && !(txn->marks[i] == TXN_MARK_SENT && txn->tps[i].partition == partition &&
+				  !strcmp(txn->tps[i].topic, topic)))
+		i++;
+	if (i == txn->ntps)
+		return;
+	if (err == KERR_INVALID_PRODUCER_EPOCH || err == KERR_TRANSACTION_COORDINATOR_FENCED) {
+		log_error("'%s': the marker for '%s-%d' was refused by its leader (%s); not retried", txn->id, topic,
+			  partition, kerr_name(err));
+		err = KERR_NONE;
+	}
+	if (err) {
+		txn->marks[i] = TXN_MARK_TODO;
+		txn_log_retry(txn, "the marker for '%s-%d' was not written by its leader: %s", topic, partition,
+			      kerr_name(err));
+		txn_retry_later(tc, txn);
+		return;
+	}
+	txn->marks[i] = TXN_MARK_DONE; /* its leader answered once it was written */
+	txn_advance(tc, txn);
+}
+
 void txn_coord_on_synced(struct txn_coord *tc)
 {
 	struct txn *txn = tc->completing, *next;
 
 	for (; txn; txn = next) {
 		next = txn->cnext; /* txn_advance may take txn off the list */
-		if (txn->marks && txn->wait_ticket)
+		if (txn->marks && (txn->wait_ticket || txn->replicating || (!txn->prepared && !txn->retry)))
 			txn_advance(tc, txn);
 	}
 }
@@ -544,7 +672,7 @@ void txn_coord_retry(struct txn_coord *tc)
 		if (!txn->retry)
 			continue;
 		txn->retry = false;
-		if (!txn->marks && !(txn->marks = calloc((size_t)(txn->ntps > 0 ? txn->ntps : 1), 1))) {
+		if (!txn->marks && !txn_marks_alloc(txn)) {
 			txn_retry_later(tc, txn);
 			continue;
 		}
@@ -579,6 +707,19 @@ static bool txn_completing(const struct txn *txn)
 
 /* ---- API ---- */
 
+bool txn_coord_take_need(struct txn_coord *tc, struct kstr id, int32_t *partition, int64_t *end)
+{
+	bool mine = tc->owned && tc->need_part >= 0 && id.p &&
+		    tc->need_part == txn_store_partition_of(tc->topic.nparts, id);
+
+	if (mine) {
+		*partition = tc->need_part;
+		*end = tc->need_end;
+	}
+	tc->need_part = -1;
+	return mine;
+}
+
 uint64_t txn_coord_take_ticket(struct txn_coord *tc)
 {
 	uint64_t tk = tc->ticket;
@@ -604,6 +745,8 @@ int16_t txn_init_producer(struct txn_coord *tc, struct kstr id, int32_t timeout_
 
 	if (!txn_coord_attached(tc))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
+	if ((err = txn_coord_owner_kerr(tc, id)))
+		return err;
 	if (timeout_ms <= 0 || timeout_ms > tc->cfg.max_timeout_ms)
 		return KERR_INVALID_TRANSACTION_TIMEOUT;
 	txn = txn_find(tc, id);
@@ -642,6 +785,8 @@ static int16_t txn_lookup(struct txn_coord *tc, struct kstr id, int64_t producer
 
 	if (!txn_coord_attached(tc))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
+	if ((err = txn_coord_owner_kerr(tc, id)))
+		return err;
 	txn = txn_find(tc, id);
 	if (!txn)
 		return KERR_INVALID_PRODUCER_ID_MAPPING;
@@ -739,9 +884,12 @@ int16_t txn_verify_partition(struct txn_coord *tc, struct kstr id, int64_t produ
 			     struct kstr topic, int32_t partition)
 {
 	struct txn *txn;
+	int16_t err;
 
 	if (!txn_coord_attached(tc))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
+	if ((err = txn_coord_owner_kerr(tc, id)))
+		return err;
 	if (!(txn = txn_find(tc, id)) || txn->producer_id != producer_id)
 		return KERR_INVALID_PRODUCER_ID_MAPPING;
 	if (txn->epoch != producer_epoch)
@@ -858,6 +1006,8 @@ static void txn_coord_on_expire_timer(struct loop_timer *t)
 
 /* ---- life cycle ---- */
 
+static void txn_coord_on_loader(struct loop_timer *t);
+
 int txn_coord_new(struct loop *loop, const struct txn_coord_cfg *cfg, const struct txn_coord_ops *ops, void *arg,
 		  struct txn_coord **out)
 {
@@ -869,10 +1019,12 @@ int txn_coord_new(struct loop *loop, const struct txn_coord_cfg *cfg, const stru
 	tc->cfg = *cfg;
 	tc->ops = *ops;
 	tc->arg = arg;
+	tc->need_part = -1;
 	loop_timer_init(&tc->timer, txn_coord_on_timer);
 	loop_timer_set(loop, &tc->timer, clock_mono_ms() + cfg->abort_interval_ms);
 	loop_timer_init(&tc->retry_timer, txn_coord_on_retry);
 	loop_timer_init(&tc->expire_timer, txn_coord_on_expire_timer);
+	loop_timer_init(&tc->loader, txn_coord_on_loader);
 	loop_timer_set(loop, &tc->expire_timer, clock_mono_ms() + cfg->expire_interval_ms);
 	*out = tc;
 	return 0;
@@ -885,6 +1037,7 @@ void txn_coord_free(struct txn_coord *tc)
 	loop_timer_cancel(tc->loop, &tc->timer);
 	loop_timer_cancel(tc->loop, &tc->retry_timer);
 	loop_timer_cancel(tc->loop, &tc->expire_timer);
+	loop_timer_cancel(tc->loop, &tc->loader);
 	for (struct txn *txn = tc->completing; txn; txn = txn->cnext)
 		txn_notify(txn, KERR_COORDINATOR_NOT_AVAILABLE); /* finished at the next start */
 	for (int b = 0; b < TXN_BUCKETS; b++)
@@ -895,6 +1048,7 @@ void txn_coord_free(struct txn_coord *tc)
 			txn_free(txn);
 		}
 	free(tc->epoch_bumped);
+	free(tc->owned);
 	free(tc);
 }
 
@@ -930,11 +1084,35 @@ static void txn_on_record(void *arg, struct kstr id, const struct txn_store_valu
 			log_error("%s: out of memory loading '%s'", TXN_STORE_TOPIC, txn->id);
 }
 
+/* Starts the completion of every transaction of partition (-1: all) left in Prepare*; returns how many. */
+static int txn_finish_prepared(struct txn_coord *tc, int32_t partition)
+{
+	const struct coord_topic *ct = &tc->topic;
+	int finished = 0;
+	struct part *part;
+
+	for (int b = 0; b < TXN_BUCKETS; b++)
+		for (struct txn *txn = tc->buckets[b]; txn; txn = txn->hnext) {
+			int32_t p = txn_store_partition_of(ct->nparts, txn_id(txn));
+
+			if (!txn_completing(txn) || txn->marks || (partition >= 0 && p != partition))
+				continue;
+			log_info("'%s': finishing the %s found in %s-%d", txn->id, txn_state_name(txn->state),
+				 TXN_STORE_TOPIC, p);
+			/* the record may be in the page cache only (a crash): markers once it is durable */
+			part = ct->part(ct->arg, p);
+			txn->ticket = part ? tc->ops.written(tc->arg, part) : 0;
+			txn->state_end = part ? part_log_end_offset(part) : 0;
+			txn_start_completion(tc, txn);
+			finished++;
+		}
+	return finished;
+}
+
 int txn_coord_attach(struct txn_coord *tc, const struct coord_topic *ct)
 {
 	int err = txn_store_load(ct, txn_on_record, tc);
-	int n = 0, finished = 0;
-	struct part *part;
+	int n = 0, finished;
 
 	if (err)
 		return err;
@@ -943,17 +1121,114 @@ int txn_coord_attach(struct txn_coord *tc, const struct coord_topic *ct)
 		return -ENOMEM;
 	tc->topic = *ct;
 	for (int b = 0; b < TXN_BUCKETS; b++)
-		for (struct txn *txn = tc->buckets[b]; txn; txn = txn->hnext) {
+		for (struct txn *txn = tc->buckets[b]; txn; txn = txn->hnext)
 			n++;
-			if (!txn_completing(txn))
-				continue;
-			log_info("'%s': finishing the %s left at the last stop", txn->id, txn_state_name(txn->state));
-			/* the record may be in the page cache only (a crash): markers once it is durable */
-			part = ct->part(ct->arg, txn_store_partition_of(ct->nparts, txn_id(txn)));
-			txn->ticket = part ? tc->ops.written(tc->arg, part) : 0;
-			txn_start_completion(tc, txn);
-			finished++;
-		}
+	finished = txn_finish_prepared(tc, -1);
 	log_info("%s: loaded %d transactional id(s), completing %d transaction(s)", TXN_STORE_TOPIC, n, finished);
 	return 0;
+}
+
+/* ---- cluster mode: the partitions led here ---- */
+
+/* Forgets the ids of partition; an EndTxn waiting on one is answered NOT_COORDINATOR.  Returns how many. */
+static size_t txn_unload(struct txn_coord *tc, int32_t partition)
+{
+	size_t n = 0;
+
+	for (struct txn **pp = &tc->completing; *pp;) {
+		struct txn *txn = *pp;
+
+		if (txn_store_partition_of(tc->topic.nparts, txn_id(txn)) != partition) {
+			pp = &txn->cnext;
+			continue;
+		}
+		*pp = txn->cnext;
+		txn->cnext = NULL;
+		txn_marks_free(txn);
+		txn_notify(txn, KERR_NOT_COORDINATOR);
+	}
+	for (int b = 0; b < TXN_BUCKETS; b++)
+		for (struct txn *txn = tc->buckets[b], *next; txn; txn = next) {
+			next = txn->hnext;
+			if (txn_store_partition_of(tc->topic.nparts, txn_id(txn)) != partition)
+				continue;
+			txn_remove(tc, txn);
+			n++;
+		}
+	tc->epoch_bumped[partition] = false;
+	return n;
+}
+
+/* tc->loader: loads the partitions this broker came to lead, then finishes what they left in Prepare*. */
+static void txn_coord_on_loader(struct loop_timer *t)
+{
+	struct txn_coord *tc = (struct txn_coord *)((char *)t - offsetof(struct txn_coord, loader));
+
+	for (int32_t p = 0; tc->owned && p < tc->topic.nparts; p++) {
+		int64_t t0 = clock_mono_ms();
+		int err, finished;
+
+		if (tc->owned[p] != TXN_PART_LOADING)
+			continue;
+		err = txn_store_load_partition(&tc->topic, p, txn_on_record, tc);
+		if (err) {
+			txn_unload(tc, p); /* what was read so far; the next LeaderAndIsr tries again */
+			tc->owned[p] = TXN_PART_NOT_OWNED;
+			continue;
+		}
+		tc->owned[p] = TXN_PART_LOADED;
+		finished = txn_finish_prepared(tc, p);
+		log_info("transaction coordinator: %s-%d loaded in %lld ms, completing %d transaction(s)",
+			 TXN_STORE_TOPIC, p, (long long)(clock_mono_ms() - t0), finished);
+	}
+	txn_coord_abort_timed_out(tc, clock_wall_ms());
+}
+
+int txn_coord_attach_unowned(struct txn_coord *tc, const struct coord_topic *ct)
+{
+	uint8_t *owned = calloc((size_t)ct->nparts, 1);
+	bool *bumped = calloc((size_t)ct->nparts, sizeof(*bumped));
+
+	if (!owned || !bumped) {
+		free(owned);
+		free(bumped);
+		return -ENOMEM;
+	}
+	free(tc->owned);
+	free(tc->epoch_bumped);
+	tc->owned = owned;
+	tc->epoch_bumped = bumped;
+	tc->topic = *ct;
+	return 0;
+}
+
+void txn_coord_set_leader(struct txn_coord *tc, int32_t partition, bool leader)
+{
+	size_t n;
+
+	if (!tc->owned || partition < 0 || partition >= tc->topic.nparts)
+		return;
+	if (leader && tc->owned[partition] == TXN_PART_NOT_OWNED) {
+		tc->owned[partition] = TXN_PART_LOADING;
+		loop_timer_set(tc->loop, &tc->loader, clock_mono_ms());
+	} else if (!leader && tc->owned[partition] != TXN_PART_NOT_OWNED) {
+		tc->owned[partition] = TXN_PART_NOT_OWNED;
+		n = txn_unload(tc, partition);
+		log_info("transaction coordinator: %s-%d no longer led here, %zu transactional id(s) unloaded",
+			 TXN_STORE_TOPIC, partition, n);
+	}
+}
+
+int16_t txn_coord_owner_kerr(const struct txn_coord *tc, struct kstr id)
+{
+	if (!tc->owned || !id.p)
+		return KERR_NONE;
+	switch (tc->owned[txn_store_partition_of(tc->topic.nparts, id)]) {
+	case TXN_PART_LOADED:
+		return KERR_NONE;
+	case TXN_PART_LOADING:
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
+	default:
+		return KERR_NOT_COORDINATOR;
+	}
 }

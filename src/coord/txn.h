@@ -15,7 +15,9 @@
  * acted on.  Completing a transaction is ordered for power loss: the
  * markers are written only once PrepareCommit/PrepareAbort is durable,
  * and CompleteCommit/CompleteAbort only once every marker is durable
- * (each step waits for the fsync round covering the previous one:
+ * (in cluster mode: on the in-sync replicas of its partition, the high
+ * watermark past it, ops.replicated; each step waits for the fsync round
+ * covering the previous one:
  * ops.written gives its ticket, ops.synced says when it is done, and the
  * broker calls txn_coord_on_synced after every round).  A marker that
  * cannot be written (partition offline, disk error) or synced is retried
@@ -55,6 +57,7 @@ enum txn_state {
 };
 #define TXN_STATE_COUNT 8
 
+struct marker;
 struct part;
 struct txn;
 struct txn_coord;
@@ -68,8 +71,8 @@ struct txn_coord_ops {
 	int (*part)(void *arg, const char *topic, int32_t partition, struct part **out);
 	/* A new, never used producer id (OUT *id).  0 or -errno. */
 	int (*new_producer_id)(void *arg, int64_t *id);
-	/* Staged TxnOffsetCommit offsets of producer_id: make visible (commit) or drop. */
-	void (*offsets_complete)(void *arg, int64_t producer_id, bool commit);
+	/* A marker of producer_id on __consumer_offsets-partition: its staged offsets there made visible (commit) or dropped. */
+	void (*offsets_complete)(void *arg, int32_t partition, int64_t producer_id, bool commit);
 	/* part was appended to: returns the fsync ticket covering it (0 = none needed). */
 	uint64_t (*written)(void *arg, struct part *part);
 	/*
@@ -78,6 +81,20 @@ struct txn_coord_ops {
 	 * the last round succeeding says nothing of the earlier ones).
 	 */
 	bool (*synced)(void *arg, uint64_t first, uint64_t last, bool *failed);
+	/*
+	 * 1 once the high watermark of topic-partition, led here, reaches end
+	 * (a marker appended there is on the in-sync replicas), 0 before,
+	 * -errno if it cannot any more (no longer led here, ISR below
+	 * min.insync.replicas: the marker is written again).  A single node
+	 * answers 1.
+	 */
+	int (*replicated)(void *arg, const char *topic, int32_t partition, int64_t end);
+	/*
+	 * Cluster mode: part() answered -EREMOTE (another broker leads the
+	 * partition): sends marker m of id there; the outcome comes back
+	 * through txn_coord_on_marker_sent().  0, or -errno (retried).
+	 */
+	int (*send_marker)(void *arg, struct kstr id, const struct marker *m, const char *topic, int32_t partition);
 };
 
 /* Called once when an EndTxn that could not finish at once has: err is its answer. */
@@ -115,12 +132,38 @@ void txn_coord_free(struct txn_coord *tc);
  */
 int txn_coord_attach(struct txn_coord *tc, const struct coord_topic *ct);
 bool txn_coord_attached(const struct txn_coord *tc);
+/*
+ * Cluster mode: reaches __transaction_state through ct (ct->nparts: the
+ * topic's partition count in the cluster) but loads nothing; this broker
+ * coordinates the ids of the partitions it leads, loaded when
+ * txn_coord_set_leader() says so.  0 or -ENOMEM.
+ */
+int txn_coord_attach_unowned(struct txn_coord *tc, const struct coord_topic *ct);
+/*
+ * Cluster mode: this broker became leader of partition (loads its ids soon
+ * after, on a timer: COORDINATOR_LOAD_IN_PROGRESS meanwhile, then finishes
+ * the transactions found in PrepareCommit/PrepareAbort and aborts the
+ * timed-out ones), or stopped leading it (forgets its ids; an EndTxn
+ * waiting on one is answered NOT_COORDINATOR).  A no-op on a single node.
+ * The coordinator epoch in markers is then the partition's leader epoch,
+ * which the controller raised for the new leader.
+ */
+void txn_coord_set_leader(struct txn_coord *tc, int32_t partition, bool leader);
+/* KERR_NONE if id is coordinated here, else NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS. */
+int16_t txn_coord_owner_kerr(const struct txn_coord *tc, struct kstr id);
 
 /*
  * The fsync ticket covering everything written since the last call (0 if
  * nothing needs a sync); resets it.  Callers park their reply on it.
  */
 uint64_t txn_coord_take_ticket(struct txn_coord *tc);
+
+/*
+ * Cluster mode: if the last record written to __transaction_state was of
+ * id's partition, OUT that partition and its log end after it: the reply
+ * waits for the partition's high watermark to reach it.  Resets it.
+ */
+bool txn_coord_take_need(struct txn_coord *tc, struct kstr id, int32_t *partition, int64_t *end);
 
 const char *txn_state_name(enum txn_state st); /* Kafka's names: "Ongoing" ... */
 
@@ -160,6 +203,14 @@ int16_t txn_end(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16
 int16_t txn_verify_partition(struct txn_coord *tc, struct kstr id, int64_t producer_id, int16_t producer_epoch,
 			     struct kstr topic, int32_t partition);
 
+/*
+ * Cluster mode: the answer of the broker a marker of id was sent to
+ * (ops.send_marker): KERR_NONE (written there), or an error (the marker is
+ * sent again after TXN_RETRY_MS, to the leader then known; a stale
+ * producer or coordinator epoch drops it, as a local refusal does).
+ */
+void txn_coord_on_marker_sent(struct txn_coord *tc, struct kstr id, int64_t producer_id, const char *topic,
+			      int32_t partition, int16_t err);
 /* An fsync round finished: moves on the transactions waiting for it. */
 void txn_coord_on_synced(struct txn_coord *tc);
 /* Retries the completion steps that failed (also the coordinator's timer, every TXN_RETRY_MS). */

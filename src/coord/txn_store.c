@@ -18,11 +18,7 @@
 
 int32_t txn_store_partition_of(int32_t nparts, struct kstr id)
 {
-	int32_t h = 0;
-
-	for (int32_t i = 0; i < id.len; i++)
-		h = (int32_t)(31u * (uint32_t)h + (uint8_t)id.p[i]);
-	return (h & 0x7fffffff) % nparts;
+	return coord_partition_for(id, nparts);
 }
 
 static void txn_store_wr_str(struct wr *w, const char *p, int32_t len)
@@ -157,19 +153,33 @@ static void txn_store_record(struct bytes key, struct bytes value, txn_store_rec
 	free(names);
 }
 
+/* Which records a scan applies, by where their id's partition is (txn_store_load). */
+enum txn_store_only { TXN_STORE_OWN, TXN_STORE_FOREIGN };
+
 struct txn_store_scan {
 	txn_store_record_fn *fn;
 	void *arg;
-	int32_t pidx;
+	int32_t pidx, nparts;
+	enum txn_store_only only;
+	bool foreign; /* a record of an id whose partition is another was seen */
 };
 
 static int txn_store_on_record(void *arg, const struct record *rec)
 {
-	const struct txn_store_scan *sc = arg;
+	struct txn_store_scan *sc = arg;
+	struct rd r;
+	struct kstr id;
+	bool own;
 
 	if (rec->key.len < 0)
 		return -EBADMSG;
-	txn_store_record(rec->key, rec->value, sc->fn, sc->arg);
+	rd_init(&r, rec->key.p, (size_t)rec->key.len);
+	rd_i16(&r);
+	id = rd_kstr16(&r);
+	own = r.err || !id.p || coord_partition_for(id, sc->nparts) == sc->pidx;
+	sc->foreign |= !own;
+	if (own == (sc->only == TXN_STORE_OWN))
+		txn_store_record(rec->key, rec->value, sc->fn, sc->arg);
 	return 0;
 }
 
@@ -184,10 +194,11 @@ static void txn_store_on_batch(void *arg, const uint8_t *p, const struct batch_h
 			 (long long)h->base_offset);
 }
 
-int txn_store_load(const struct coord_topic *ct, txn_store_record_fn *on_record, void *arg)
+static int txn_store_load_all(const struct coord_topic *ct, txn_store_record_fn *on_record, void *arg,
+			      enum txn_store_only only, bool *foreign)
 {
 	for (int32_t i = 0; i < ct->nparts; i++) {
-		struct txn_store_scan sc = { on_record, arg, i };
+		struct txn_store_scan sc = { on_record, arg, i, ct->nparts, only, false };
 		struct part *part = ct->part(ct->arg, i);
 		int err = part ? part_scan(part, txn_store_on_batch, &sc) : -ENOENT;
 
@@ -195,6 +206,36 @@ int txn_store_load(const struct coord_topic *ct, txn_store_record_fn *on_record,
 			log_error("%s-%d: cannot load: %s", TXN_STORE_TOPIC, i, strerror(-err));
 			return err;
 		}
+		*foreign |= sc.foreign;
 	}
 	return 0;
+}
+
+/*
+ * Before coord_partition_for() took Kafka's abs(), some ids were written
+ * to another partition than theirs.  Records replace an id's state, so the
+ * records in an id's own partition (the newer ones) are applied last: if
+ * any lies elsewhere, those are replayed, then the own ones again.
+ */
+int txn_store_load(const struct coord_topic *ct, txn_store_record_fn *on_record, void *arg)
+{
+	bool foreign = false;
+	int err = txn_store_load_all(ct, on_record, arg, TXN_STORE_OWN, &foreign);
+
+	if (err || !foreign)
+		return err;
+	log_info("%s: ids written to other partitions by an older version; replaying those first", TXN_STORE_TOPIC);
+	err = txn_store_load_all(ct, on_record, arg, TXN_STORE_FOREIGN, &foreign);
+	return err ? err : txn_store_load_all(ct, on_record, arg, TXN_STORE_OWN, &foreign);
+}
+
+int txn_store_load_partition(const struct coord_topic *ct, int32_t partition, txn_store_record_fn *on_record, void *arg)
+{
+	struct txn_store_scan sc = { on_record, arg, partition, ct->nparts, TXN_STORE_OWN, false };
+	struct part *part = ct->part(ct->arg, partition);
+	int err = part ? part_scan_to(part, part_log_end_offset(part), txn_store_on_batch, &sc) : -ENOENT;
+
+	if (err)
+		log_error("%s-%d: cannot load: %s", TXN_STORE_TOPIC, partition, strerror(-err));
+	return err;
 }

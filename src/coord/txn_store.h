@@ -3,7 +3,7 @@
  * __transaction_state, in Kafka's own record formats (TransactionLogKey /
  * TransactionLogValue, version 0), so Kafka's tools could read it.
  *
- * Which partition: abs(java_string_hash(transactional.id)) % partitions, as
+ * Which partition: coord_partition_for() (coord_topic.h), as
  * Kafka (Utils.abs(transactionalId.hashCode) % transaction.state.log.num.partitions).
  *
  * One record per state change, in an uncompressed non-transactional batch
@@ -79,5 +79,12 @@ int txn_store_write(const struct coord_topic *ct, struct kstr id, const struct t
  */
 typedef void txn_store_record_fn(void *arg, struct kstr id, const struct txn_store_value *v);
 int txn_store_load(const struct coord_topic *ct, txn_store_record_fn *on_record, void *arg);
+/*
+ * Cluster mode: replays the ids of one partition this broker just came to
+ * lead, to its log end (its high watermark may lag what the previous
+ * leader acknowledged).  0, -ENOENT (not led here) or -errno.
+ */
+int txn_store_load_partition(const struct coord_topic *ct, int32_t partition, txn_store_record_fn *on_record,
+			     void *arg);
 
 #endif

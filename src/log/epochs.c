@@ -161,11 +161,42 @@ bool epochs_end_offset(const struct epochs *ep, int32_t epoch, int64_t leo, int3
 {
 	int i = ep->n - 1;
 
+	if (epoch < 0 || ep->n == 0 || epoch > ep->e[ep->n - 1].epoch)
+		return false; /* undefined, or newer than any epoch known here */
+	if (epoch == ep->e[ep->n - 1].epoch) {
+		*epoch_out = epoch;
+		*end_out = leo;
+		return true;
+	}
 	while (i >= 0 && ep->e[i].epoch > epoch)
 		i--;
-	if (i < 0)
-		return false;
-	*epoch_out = ep->e[i].epoch;
-	*end_out = i + 1 < ep->n ? ep->e[i + 1].start_offset : leo;
+	/* below the first known epoch: its data is gone, so it ended where the first known one starts */
+	*epoch_out = i >= 0 ? ep->e[i].epoch : epoch;
+	*end_out = ep->e[i + 1].start_offset;
 	return true;
+}
+
+int32_t epochs_latest(const struct epochs *ep)
+{
+	return ep->n ? ep->e[ep->n - 1].epoch : -1;
+}
+
+bool epochs_truncation_offset(const struct epoch_reply *leader, const struct epoch_local *local, int64_t *offset_out)
+{
+	int64_t offset;
+
+	if (leader->end_offset < 0) { /* the leader knows no epoch <= the one asked: keep what is fetched */
+		*offset_out = local->fetch_offset < local->leo ? local->fetch_offset : local->leo;
+		return true;
+	}
+	if (leader->epoch < 0 || !local->known || local->epoch == leader->epoch) {
+		offset = leader->end_offset;
+		if (local->known && local->epoch == leader->epoch && local->end_offset < offset)
+			offset = local->end_offset;
+		*offset_out = offset < local->leo ? offset : local->leo;
+		return true;
+	}
+	/* the follower never saw the leader's epoch: cut back to its own epoch before it and ask again */
+	*offset_out = local->end_offset < local->leo ? local->end_offset : local->leo;
+	return false;
 }

@@ -1,5 +1,5 @@
 /*
- * part_int.h - struct part, shared by partition.c and retain.c only.
+ * part_int.h - struct part, shared by partition.c, retain.c and truncate.c only.
  *
  * Locking: mu guards what the flusher thread reads or writes: the segs
  * array (pointers and count), leo, recovery_point, unflushed, dir_dirty,
@@ -33,12 +33,18 @@ struct part {
 	int64_t log_start_offset;
 	int64_t leo;            /* log end offset (mu) */
 	int64_t hw;             /* high watermark (partition.h part_high_watermark) */
+	int64_t hw_limit;       /* replication's bound on hw (part_set_hw_limit), INT64_MAX none */
 	int64_t recovery_point; /* everything below is synced (mu) */
 	int64_t unflushed;      /* records appended since the last sync (mu) */
 	bool dir_dirty;         /* a segment was created since the last sync (mu) */
 	int64_t idx_from;       /* base of the first sealed segment with unsynced indexes, INT64_MAX none (mu) */
+	uint64_t trunc_gen;     /* moves with each part_truncate_to: a sync begun before it covers nothing (mu) */
 	bool txn_dirty;         /* an aborted transaction was indexed since the last sync (mu) */
 	int32_t leader_epoch;   /* stamped into appended batches */
+
+	int64_t unflushed_bytes; /* record bytes appended since the last sync (mu) */
+	uint64_t synced_bytes;   /* record bytes part_sync made durable, in all (mu) */
+
 	struct epochs epochs;
 	struct pstate pstate;  /* producer state (pstate.h) */
 	struct txnidx txnidx;  /* aborted transactions (txnidx.h, transactions) */
@@ -72,6 +78,8 @@ static inline struct seg *part_active(const struct part *part)
  */
 int part_dir_hold(struct part *part);
 void part_dir_release(struct part *part);
+/* Writes the leader-epoch cache to leader-epoch-checkpoint, durably.  0 or -errno. */
+int part_epochs_save(struct part *part);
 
 #define PART_DELETED_SUFFIX ".deleted" /* Kafka's: a deleted segment's files waiting for removal */
 
@@ -88,17 +96,29 @@ void part_delete_seg_files(struct part *part, int64_t base);
 void part_discard_file(struct part *part, const char *name, int64_t delay_ms);
 /* Moves the log start forward (and trims the epoch cache). */
 void part_advance_log_start(struct part *part, int64_t offset);
+/* Index of the last segment whose base offset <= offset (0 if none). */
+int part_seg_for(const struct part *part, int64_t offset);
+/*
+ * Rebuilds the producer state (empty on entry) for the segments as they
+ * are: the newest valid snapshot at or below the LEO (deleting those
+ * above it), then the log after it, then expiry and the log start.  The
+ * directory is held.  0 or -errno.
+ */
+int part_load_pstate(struct part *part);
 
 /*
  * The high watermark (part_high_watermark's body, shared with txnidx.c so
  * that the index module needs nothing from partition.c): under the durable
- * policy what the last completed sync covered, else the log end; it never
- * moves back.
+ * policy what the last completed sync covered, else the log end, at most
+ * the replication bound (part_set_hw_limit); it never moves back.
  */
 static inline int64_t part_hw_advance(struct part *part)
 {
 	int64_t synced = __atomic_load_n(&part->recovery_point, __ATOMIC_ACQUIRE);
 	int64_t hw = part->cfg.hw_on_sync ? (synced < part->leo ? synced : part->leo) : part->leo;
+
+	if (hw > part->hw_limit)
+		hw = part->hw_limit;
 
 	if (hw > part->hw)
 		part->hw = hw;

@@ -410,7 +410,7 @@ static int part_scan_pstate(struct part *part, int64_t from, int64_t *batches)
  * valid snapshot at or below the LEO, then the log after it (from the log
  * start without one), then expiry and the log start applied.
  */
-static int part_load_pstate(struct part *part)
+int part_load_pstate(struct part *part)
 {
 	struct pstate *ps = &part->pstate;
 	int64_t snap, from, batches = 0;
@@ -477,6 +477,7 @@ static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
 	part->idx_from = INT64_MAX;
 	part->clean_offset = -1;
 	part->clean_due_ms = INT64_MAX;
+	part->hw_limit = INT64_MAX;
 	pstate_init(&part->pstate);
 	txnidx_init(&part->txnidx);
 	part_set_cfg(part, cfg);
@@ -828,9 +829,10 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, st
 	pthread_mutex_lock(&part->mu);
 	part->leo = base + plan.span;
 	part->unflushed += plan.records;
+	part->unflushed_bytes += (int64_t)len;
 	pthread_mutex_unlock(&part->mu);
 	if (!part->cfg.hw_on_sync)
-		part->hw = part->leo;
+		part_hw_advance(part);
 	info->base_offset = base;
 	info->last_offset = part->leo - 1;
 	info->log_append_time = part->cfg.log_append_time ? now_ms : -1;
@@ -838,10 +840,112 @@ int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, st
 	return 0;
 }
 
+/*
+ * A leader's batches for a replica append: each parses, its CRC holds,
+ * and offsets only grow from the log end (a compacted leader's batches
+ * may leave gaps between them, never overlap).  *end is the offset after
+ * the last batch.  0 or -EBADMSG / -ERANGE.
+ */
+static int append_check_replica(struct part *part, const uint8_t *blob, size_t len, int64_t *end)
+{
+	int64_t next = part->leo;
+	size_t off = 0;
+
+	while (off < len) {
+		struct batch_hdr h;
+
+		if (records_batch_parse(blob + off, len - off, &h) || !records_batch_crc_ok(blob + off, &h))
+			return -EBADMSG;
+		if (h.base_offset < next || (off == 0 && h.base_offset != next))
+			return -ERANGE;
+		next = h.base_offset + (int64_t)h.last_offset_delta + 1;
+		off += (size_t)h.size;
+	}
+	*end = next;
+	return 0;
+}
+
+int part_epochs_save(struct part *part)
+{
+	int rc = part_dir_hold(part);
+
+	if (rc < 0)
+		return rc;
+	rc = epochs_write(&part->epochs, part->dir_fd);
+	part_dir_release(part);
+	return rc;
+}
+
+/* Records each batch's partitionLeaderEpoch in the epoch cache; writes the checkpoint if it changed. */
+static int part_learn_epochs(struct part *part, const uint8_t *blob, size_t len)
+{
+	bool changed = false;
+	size_t off = 0;
+
+	while (off < len) {
+		struct batch_hdr h;
+
+		if (records_batch_parse(blob + off, len - off, &h))
+			break; /* cannot happen: append_check_replica parsed it */
+		if (h.leader_epoch >= 0)
+			changed |= epochs_assign(&part->epochs, h.leader_epoch, h.base_offset);
+		off += (size_t)h.size;
+	}
+	return changed ? part_epochs_save(part) : 0;
+}
+
+int part_append_replica(struct part *part, const uint8_t *blob, size_t len, int64_t now_ms,
+			struct part_append_info *info)
+{
+	struct append_plan plan;
+	int64_t base = part->leo, end = 0;
+	int rc;
+
+	info->rolled = false;
+	rc = append_plan(blob, len, &plan);
+	if (!rc)
+		rc = append_check_replica(part, blob, len, &end);
+	if (!rc)
+		rc = pstate_reserve(&part->pstate, plan.producers);
+	if (!rc)
+		rc = part_maybe_roll(part, len, end - base, now_ms, &info->rolled);
+	if (rc)
+		return rc;
+	rc = seg_append(part_active(part), blob, len, part->cfg.index_interval_bytes, now_ms);
+	if (rc) {
+		log_error("log: '%s': replica append at offset %" PRId64 " failed: %s", part->dir, base, strerror(-rc));
+		return rc;
+	}
+	part_apply_pstate(part, blob, len);
+	pthread_mutex_lock(&part->mu);
+	part->leo = end;
+	part->unflushed += plan.records;
+	part->unflushed_bytes += (int64_t)len;
+	pthread_mutex_unlock(&part->mu);
+	if (!part->cfg.hw_on_sync)
+		part_hw_advance(part);
+	info->base_offset = base;
+	info->last_offset = end - 1;
+	info->log_append_time = -1;
+	info->log_start_offset = part->log_start_offset;
+	return part_learn_epochs(part, blob, len);
+}
+
+void part_restore_hw(struct part *part, int64_t hw)
+{
+	if (hw >= 0 && hw < part->hw)
+		part->hw = part->hw_limit = hw; /* held there until replication sets its bound */
+}
+
+void part_set_hw_limit(struct part *part, int64_t limit)
+{
+	part->hw_limit = limit;
+}
+
 /* ---- reads ---- */
 
 /* Index of the last segment whose base offset <= offset (0 if none). */
-static int part_seg_for(const struct part *part, int64_t offset)
+int part_seg_for(const struct part *part, int64_t offset)
 {
 	int lo = 0, hi = part->nsegs; /* first segment with base > offset */
 
@@ -1116,17 +1220,10 @@ int32_t part_leader_epoch(const struct part *part)
 
 int part_set_leader_epoch(struct part *part, int32_t leader_epoch)
 {
-	int rc;
-
 	part->leader_epoch = leader_epoch;
 	if (!epochs_assign(&part->epochs, leader_epoch, part->leo))
 		return 0;
-	rc = part_dir_hold(part);
-	if (rc < 0)
-		return rc;
-	rc = epochs_write(&part->epochs, part->dir_fd);
-	part_dir_release(part);
-	return rc;
+	return part_epochs_save(part);
 }
 
 bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out, int64_t *end_offset_out)
@@ -1148,7 +1245,8 @@ struct sync_set {
 	int n;
 	int64_t *txn_bases; /* segments whose .txnindex to sync (txn_dirty) */
 	int ntxn;
-	int64_t leo, unflushed, idx_from;
+	int64_t leo, unflushed, unflushed_bytes, idx_from;
+	uint64_t trunc_gen; /* part->trunc_gen when collected: a truncation meanwhile voids leo */
 	bool dir, txn;
 };
 
@@ -1192,9 +1290,11 @@ static int sync_collect(struct part *part, struct sync_set *s)
 		s->txn_bases[s->ntxn++] = part->segs[i]->base_offset;
 	s->leo = part->leo;
 	s->unflushed = part->unflushed;
+	s->unflushed_bytes = part->unflushed_bytes;
 	s->dir = part->dir_dirty;
 	s->txn = part->txn_dirty;
 	s->idx_from = part->idx_from;
+	s->trunc_gen = part->trunc_gen;
 	part->dir_dirty = part->txn_dirty = false;
 	part->idx_from = INT64_MAX;
 	return 0;
@@ -1263,10 +1363,13 @@ int part_sync(struct part *part)
 	if (!s.active)
 		return rc;
 	pthread_mutex_lock(&part->mu);
-	if (!rc && s.leo > part->recovery_point)
+	if (!rc && s.leo > part->recovery_point && s.trunc_gen == part->trunc_gen)
 		__atomic_store_n(&part->recovery_point, s.leo, __ATOMIC_RELEASE);
-	if (!rc)
+	if (!rc) {
 		part->unflushed -= s.unflushed;
+		part->unflushed_bytes -= s.unflushed_bytes;
+		part->synced_bytes += (uint64_t)s.unflushed_bytes;
+	}
 	if (rc) { /* what this round took is still unsynced */
 		part->dir_dirty |= s.dir;
 		part->txn_dirty |= s.txn;
@@ -1306,6 +1409,16 @@ void part_recovery_scanned(const struct part *part, int *segs, int64_t *bytes)
 {
 	*segs = part->scanned_segs;
 	*bytes = part->scanned_bytes;
+}
+
+uint64_t part_synced_bytes(struct part *part)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&part->mu);
+	v = part->synced_bytes;
+	pthread_mutex_unlock(&part->mu);
+	return v;
 }
 
 int64_t part_unflushed_messages(const struct part *part)

@@ -118,6 +118,36 @@ void part_set_cfg(struct part *part, const struct part_cfg *cfg);
 int part_append(struct part *part, uint8_t *blob, size_t len, int64_t now_ms, struct part_append_info *info);
 
 /*
+ * A follower's append of batches fetched from its leader, byte for byte:
+ * nothing is rewritten (offsets, producer ids and sequences, partition
+ * leader epochs and timestamps stay the leader's).  Every batch's CRC is
+ * checked, the first must start at the log end and later ones above the
+ * previous one's end; indexes and producer state are updated as by
+ * part_append, and each batch's partitionLeaderEpoch enters the leader
+ * epoch cache.  Returns 0, -EBADMSG (a bad batch), -ERANGE (offsets do
+ * not continue the log) or -errno; nothing is left half-appended, except
+ * that a failed leader-epoch checkpoint write is returned after the data
+ * was appended.
+ */
+int part_append_replica(struct part *part, const uint8_t *blob, size_t len, int64_t now_ms,
+			struct part_append_info *info);
+/*
+ * Replication's bound on the high watermark (INT64_MAX at open: none): a
+ * leader's smallest durable offset over the other in-sync replicas, a
+ * follower's leader's high watermark.  The high watermark is then the
+ * smaller of this and what it would be alone; it still never moves back.
+ */
+void part_set_hw_limit(struct part *part, int64_t limit);
+/*
+ * A replica's high watermark as last checkpointed (replication-offset-
+ * checkpoint), taken back after part_open() set it to the log end: lowers
+ * it to hw if hw is smaller (and bounds it there, as part_set_hw_limit(),
+ * until the caller sets its own bound), the one exception to "never moves
+ * back", for before the partition is served.
+ */
+void part_restore_hw(struct part *part, int64_t hw);
+
+/*
  * Finds the bytes to serve for a fetch at offset: a slice of one segment
  * file starting at the batch that contains offset, holding only whole
  * batches whose last offset is below max_offset (HW or LSO), at most
@@ -144,7 +174,7 @@ int64_t part_log_start_offset(const struct part *part);
 int64_t part_log_end_offset(const struct part *part);
 /*
  * The high watermark: what Fetch serves, what the LSO is bounded by, what
- * ListOffsets latest returns.  Never decreases.  With cfg.hw_on_sync it is
+ * ListOffsets latest returns.  Never decreases, but by part_truncate_to.  With cfg.hw_on_sync it is
  * the offset the last completed part_sync covered (never more than a power
  * cut can leave); otherwise the LEO.  Event-loop thread.
  */
@@ -197,8 +227,32 @@ struct pstate *part_pstate(struct part *part);
 int32_t part_leader_epoch(const struct part *part);
 /* Leader epoch: stamps later appends and records (epoch, LEO) in the cache. 0 or -errno. */
 int part_set_leader_epoch(struct part *part, int32_t leader_epoch);
-/* OffsetForLeaderEpoch: false if no epoch <= epoch is known. */
+/* OffsetForLeaderEpoch: false (UNDEFINED) if none; the rules are epochs_end_offset's (epochs.h). */
 bool part_epoch_end_offset(struct part *part, int32_t epoch, int32_t *epoch_out, int64_t *end_offset_out);
+/* The latest epoch in the leader epoch cache (what a follower asks the leader about), -1 if none. */
+int32_t part_latest_epoch(const struct part *part);
+/*
+ * A follower's truncation point after the leader's OffsetForLeaderEpoch
+ * answer (leader_epoch, leader_end_offset; -1/-1 UNDEFINED) for the epoch
+ * part_latest_epoch() gave: epochs_truncation_offset() with this log's
+ * LEO, high watermark and epoch cache.  OUT *offset_out: where to
+ * part_truncate_to().  Returns false when the follower must ask again
+ * (with part_latest_epoch() after truncating) before fetching.
+ */
+bool part_truncation_offset(struct part *part, int32_t leader_epoch, int64_t leader_end_offset, int64_t *offset_out);
+/*
+ * Cuts the log back to offset (truncate.c; Kafka's truncateTo): nothing if
+ * offset >= LEO, -ERANGE below the log start (a high watermark bound is
+ * the caller's business).  An offset inside a batch cuts that whole batch.
+ * Segments above go, the one holding offset is cut and its indexes
+ * rebuilt; the leader epoch cache, the aborted-transaction index, the
+ * producer state (from the newest snapshot at or below the new end), the
+ * LEO, high watermark and recovery point follow.  Everything is durable
+ * when it returns 0; -errno otherwise (the log is then a prefix of the
+ * old one, possibly longer than offset: call again).  part->leader_epoch,
+ * what appends are stamped with, is left as it is.
+ */
+int part_truncate_to(struct part *part, int64_t offset);
 
 /*
  * Durability: thread-safe against part_append running in another thread.
@@ -213,6 +267,8 @@ int64_t part_recovery_point(const struct part *part);
 /* What part_open() read batch by batch (past the recovery point, or with bad indexes): segments and bytes. */
 void part_recovery_scanned(const struct part *part, int *segs, int64_t *bytes);
 int64_t part_unflushed_messages(const struct part *part);
+/* Record bytes part_sync has made durable since the partition was opened (appended, then synced). */
+uint64_t part_synced_bytes(struct part *part);
 /*
  * Starts (does not wait for) writeback of the active segment's bytes
  * appended since the last call, once there are at least min_bytes of them,

@@ -26,7 +26,12 @@ static int64_t scan_chunk(const uint8_t *buf, size_t len, int64_t offset, part_s
 
 int part_scan(struct part *part, part_scan_fn *fn, void *arg)
 {
-	int64_t offset = part_log_start_offset(part), hw = part_high_watermark(part);
+	return part_scan_to(part, part_high_watermark(part), fn, arg);
+}
+
+int part_scan_to(struct part *part, int64_t hw, part_scan_fn *fn, void *arg)
+{
+	int64_t offset = part_log_start_offset(part);
 	uint8_t *buf = NULL;
 	int err = 0;
 

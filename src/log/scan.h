@@ -21,5 +21,11 @@ typedef void part_scan_fn(void *arg, const uint8_t *p, const struct batch_hdr *h
 
 /* Replays [log start, high watermark).  Returns 0, -EBADMSG or -errno. */
 int part_scan(struct part *part, part_scan_fn *fn, void *arg);
+/*
+ * Replays [log start, end) (end at most the log end).  A replica that just
+ * became leader reads to its log end, as its high watermark may still lag
+ * what the previous leader acknowledged.
+ */
+int part_scan_to(struct part *part, int64_t end, part_scan_fn *fn, void *arg);
 
 #endif

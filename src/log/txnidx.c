@@ -365,6 +365,29 @@ void txnidx_truncate_head(struct part *part)
 	txnidx_unlink_files(part, part->segs[0]->base_offset);
 }
 
+void txnidx_truncate_tail(struct part *part, int64_t end_offset)
+{
+	struct txnidx *ti = &part->txnidx;
+	int64_t base = part_active(part)->base_offset;
+	int n = ti->n, first;
+
+	while (ti->n && ti->v[ti->n - 1].last_offset >= end_offset)
+		ti->n--;
+	if (n == ti->n)
+		return;
+	for (first = ti->n; first > 0 && ti->v[first - 1].last_offset >= base; first--)
+		;
+	if (first < ti->n) {
+		txnidx_write(part, base, ti->v + first, ti->n - first, true); /* rewritten and synced */
+	} else { /* none left in the active segment: no file (the directory fsync follows) */
+		char name[PATH_MAX];
+
+		txnidx_path(part, base, name, sizeof(name));
+		if (unlink(name) < 0 && errno != ENOENT)
+			log_warn("log: '%s': cannot unlink: %s", name, strerror(errno));
+	}
+}
+
 /* ---- reads ---- */
 
 /* min(HW, first offset of every open transaction but producer_id's); producer_id -1: all of them. */

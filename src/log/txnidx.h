@@ -87,6 +87,13 @@ void txnidx_on_batch(struct part *part, const uint8_t *p, const struct batch_hdr
 void txnidx_forget(struct part *part, const int64_t *offsets, int n);
 /* Retention moved the log start: drops entries wholly below it and files of deleted segments. */
 void txnidx_truncate_head(struct part *part);
+/*
+ * The log was cut at end_offset (part_truncate_to, which removed the
+ * files of the segments above): drops entries whose marker is at or past
+ * it and rewrites, synced, the active segment's file with those left
+ * (removes it when none are left; the caller fsyncs the directory).
+ */
+void txnidx_truncate_tail(struct part *part, int64_t end_offset);
 
 /* Writes e in the file format (TXNIDX_ENTRY_SIZE bytes at p). */
 void txnidx_entry_encode(const struct txnidx_entry *e, uint8_t *p);

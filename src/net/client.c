@@ -2,8 +2,10 @@
  * client.c - one outbound broker connection (client.h).
  *
  * States: idle (waiting for the backoff timer) -> connecting (EPOLLOUT
- * tells the outcome) -> up.  Output is one byte buffer with a read
- * offset; input is one buffer holding at most one partial frame.
+ * tells the outcome) -> [handshake (the transport's, TLS)] -> [auth (the
+ * SASL exchange, its frames in a buffer of their own ahead of the queued
+ * ones)] -> up.  Output is one byte buffer with a read offset; input is
+ * one buffer holding at most one partial frame.
  */
 #include "net/client.h"
 
@@ -25,7 +27,7 @@
 #define NCLIENT_BACKOFF_MIN 100
 #define NCLIENT_BACKOFF_MAX 5000
 
-enum nclient_state { NC_IDLE, NC_CONNECTING, NC_UP };
+enum nclient_state { NC_IDLE, NC_CONNECTING, NC_HANDSHAKE, NC_AUTH, NC_UP };
 
 struct nclient {
 	struct loop *loop;
@@ -40,9 +42,17 @@ struct nclient {
 	size_t out_len, out_off, out_cap;
 	uint8_t *in;
 	size_t in_len, in_cap;
+	void *t;          /* the transport's state (sec->xport), NULL on a plain socket */
+	void *auth_st;    /* the authentication exchange's state (sec->auth) */
+	struct wr auth_w; /* its request not yet written, and how much of it is */
+	size_t auth_off;
+	bool want_out;    /* the transport waits for the socket to become writable */
+	bool answered;    /* a frame came on this connection: the peer accepted it */
+	char failed[256]; /* the security failure last logged; "" once answered again */
 };
 
 static void nclient_connect(struct nclient *c);
+static void nclient_auth_step(struct nclient *c, const uint8_t *frame, int32_t len);
 
 static struct nclient *nclient_of_io(struct loop_io *io)
 {
@@ -59,11 +69,26 @@ static void nclient_on_retry(struct loop_timer *t)
 	nclient_connect(nclient_of_timer(t));
 }
 
+/* Ends the transport and the authentication exchange of the connection lost. */
+static void nclient_sec_end(struct nclient *c)
+{
+	if (c->t)
+		c->cfg.sec->xport->close(c->t);
+	c->t = NULL;
+	if (c->auth_st)
+		c->cfg.sec->auth->end(c->auth_st);
+	c->auth_st = NULL;
+	wr_release(&c->auth_w);
+	c->auth_off = 0;
+	c->want_out = false;
+}
+
 /* Drops the socket and what was buffered; tries again after the backoff. */
 static void nclient_down(struct nclient *c, const char *why, int err)
 {
 	bool was_up = c->state == NC_UP;
 
+	nclient_sec_end(c);
 	if (c->io.fd >= 0) {
 		loop_del(c->loop, &c->io);
 		close(c->io.fd);
@@ -78,6 +103,36 @@ static void nclient_down(struct nclient *c, const char *why, int err)
 	c->backoff_ms = c->backoff_ms * 2 > NCLIENT_BACKOFF_MAX ? NCLIENT_BACKOFF_MAX : c->backoff_ms * 2;
 	if (was_up)
 		c->cfg.on_state(c->cfg.arg, false);
+}
+
+/*
+ * A security failure (TLS handshake, authentication, or a transport error):
+ * logged at warning level when it differs from the one last logged, then
+ * the connection is dropped as any other.
+ */
+static void nclient_fail(struct nclient *c, const char *what, const char *why)
+{
+	char msg[sizeof(c->failed)];
+
+	snprintf(msg, sizeof(msg), "%s: %s", what, why);
+	if (strcmp(msg, c->failed)) {
+		log_warn("broker connection %s: %s (retrying)", c->peer, msg);
+		snprintf(c->failed, sizeof(c->failed), "%s", msg);
+	}
+	nclient_down(c, what, 0);
+}
+
+/* A failed transport call: its own reason when it has one. */
+static void nclient_fail_io(struct nclient *c, const char *what, int err)
+{
+	char why[200] = "";
+
+	if (c->t && c->cfg.sec->xport->error)
+		c->cfg.sec->xport->error(c->t, why, sizeof(why));
+	if (c->answered || !c->t) /* a connection lost after it served: nothing to do with its security */
+		nclient_down(c, what, err);
+	else
+		nclient_fail(c, what, why[0] ? why : strerror(err));
 }
 
 static int nclient_resolve(struct nclient *c, struct sockaddr_storage *sa, socklen_t *salen)
@@ -118,6 +173,7 @@ static void nclient_connect(struct nclient *c)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->io.fd = fd;
 	c->state = NC_CONNECTING;
+	c->answered = false;
 	if (connect(fd, (struct sockaddr *)&sa, salen) < 0 && errno != EINPROGRESS) {
 		rc = errno;
 		close(fd);
@@ -132,23 +188,79 @@ static void nclient_connect(struct nclient *c)
 	}
 }
 
-/* Writes what is buffered; waits for EPOLLOUT while some is left. */
+static ssize_t nclient_recv(struct nclient *c, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (c->t)
+		return c->cfg.sec->xport->read(c->t, buf, len, &c->want_out);
+	do
+		n = recv(c->io.fd, buf, len, 0);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+static ssize_t nclient_write(struct nclient *c, const void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (c->t)
+		return c->cfg.sec->xport->write(c->t, buf, len, &c->want_out);
+	do
+		n = send(c->io.fd, buf, len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+/* Writes buf from *off to len; 0 (done, or waiting for the socket) or -errno. */
+static int nclient_write_all(struct nclient *c, const uint8_t *buf, size_t len, size_t *off)
+{
+	while (*off < len) {
+		ssize_t n = nclient_write(c, buf + *off, len - *off);
+
+		if (n == -EAGAIN)
+			return 0;
+		if (n < 0)
+			return (int)n;
+		*off += (size_t)n;
+	}
+	return 0;
+}
+
+/* Writes what is buffered (the authentication request before it is up); waits for EPOLLOUT while some is left. */
 static int nclient_flush(struct nclient *c)
 {
-	while (c->out_off < c->out_len) {
-		ssize_t n = send(c->io.fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+	bool left;
+	int rc;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			break;
-		if (n < 0)
-			return -errno;
-		c->out_off += (size_t)n;
+	if (c->state == NC_AUTH) {
+		rc = nclient_write_all(c, c->auth_w.buf, c->auth_w.len, &c->auth_off);
+		left = c->auth_off < c->auth_w.len;
+	} else {
+		rc = nclient_write_all(c, c->out, c->out_len, &c->out_off);
+		if (c->out_off == c->out_len)
+			c->out_len = c->out_off = 0;
+		left = c->out_len > 0;
 	}
-	if (c->out_off == c->out_len)
-		c->out_len = c->out_off = 0;
-	return loop_mod(c->loop, &c->io, EPOLLIN | (c->out_len ? EPOLLOUT : 0));
+	if (rc)
+		return rc;
+	return loop_mod(c->loop, &c->io, EPOLLIN | (left || c->want_out ? EPOLLOUT : 0));
+}
+
+/*
+ * The first frame of a connection up, or its authentication done: the
+ * peer accepted it (with TLS 1.3 the client's handshake ends before the
+ * server has checked the client certificate, so being up proves nothing
+ * yet).  Only now does the backoff
+ * start again from its minimum and a logged failure count as over.
+ */
+static void nclient_answered(struct nclient *c)
+{
+	c->answered = true;
+	c->backoff_ms = NCLIENT_BACKOFF_MIN;
+	if (c->failed[0])
+		log_info("broker connection %s: up again (after: %s)", c->peer, c->failed);
+	c->failed[0] = '\0';
 }
 
 /* Hands up every complete frame read; -EBADMSG for a size out of bounds. */
@@ -164,13 +276,20 @@ static int nclient_frames(struct nclient *c)
 			return -EBADMSG;
 		if (c->in_len - at - 4 < (size_t)len)
 			break;
-		c->cfg.on_frame(c->cfg.arg, p + 4, len);
-		if (c->state != NC_UP)
+		if (c->state == NC_UP && !c->answered)
+			nclient_answered(c);
+		if (c->state == NC_AUTH)
+			nclient_auth_step(c, p + 4, len);
+		else
+			c->cfg.on_frame(c->cfg.arg, p + 4, len);
+		if (c->state != NC_UP && c->state != NC_AUTH)
 			return 0; /* the callback dropped the connection */
 		at += 4 + (size_t)len;
 	}
-	memmove(c->in, c->in + at, c->in_len - at);
-	c->in_len -= at;
+	if (at) { /* a large frame arrives in many reads: nothing to move until one is whole */
+		memmove(c->in, c->in + at, c->in_len - at);
+		c->in_len -= at;
+	}
 	return 0;
 }
 
@@ -187,19 +306,100 @@ static int nclient_read(struct nclient *c)
 			c->in = p;
 			c->in_cap += 65536;
 		}
-		n = recv(c->io.fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
+		n = nclient_recv(c, c->in + c->in_len, c->in_cap - c->in_len);
+		if (n == -EAGAIN)
 			return 0;
 		if (n <= 0)
-			return n == 0 ? -ECONNRESET : -errno;
+			return n == 0 ? -ECONNRESET : (int)n;
 		c->in_len += (size_t)n;
 		if (nclient_frames(c))
 			return -EBADMSG;
-		if (c->state != NC_UP)
+		if (c->state != NC_UP && c->state != NC_AUTH)
 			return 0;
 	}
+}
+
+/* Authenticated (or nothing to authenticate): up, and the queued frames may leave. */
+static void nclient_set_up(struct nclient *c)
+{
+	if (c->auth_st) { /* the authentication's answers came through the transport: both accepted */
+		c->cfg.sec->auth->end(c->auth_st);
+		nclient_answered(c);
+	}
+	c->auth_st = NULL;
+	wr_release(&c->auth_w);
+	c->state = NC_UP;
+	if (!c->cfg.sec)
+		c->backoff_ms = NCLIENT_BACKOFF_MIN; /* a plain connection up is proof enough */
+	log_debug(LOGC_NET, "net", "broker connection %s: up", c->peer);
+	c->cfg.on_state(c->cfg.arg, true); /* may queue frames */
+}
+
+/* The transport is up: starts the authentication exchange, or is up. */
+static void nclient_secured(struct nclient *c)
+{
+	const struct nclient_sec *sec = c->cfg.sec;
+
+	if (!sec || !sec->auth) {
+		nclient_set_up(c);
+		return;
+	}
+	c->state = NC_AUTH;
+	wr_init(&c->auth_w);
+	c->auth_off = 0;
+	if (sec->auth->start(sec->auth_arg, &c->auth_st, &c->auth_w) || c->auth_w.err)
+		nclient_down(c, "authentication", ENOMEM);
+}
+
+/* A response of the authentication exchange. */
+static void nclient_auth_step(struct nclient *c, const uint8_t *frame, int32_t len)
+{
+	char why[200] = "";
+	int rc;
+
+	wr_release(&c->auth_w);
+	wr_init(&c->auth_w);
+	c->auth_off = 0;
+	rc = c->cfg.sec->auth->step(c->auth_st, frame, len, &c->auth_w, why, sizeof(why));
+	if (rc < 0)
+		nclient_fail(c, "authentication failed", why[0] ? why : strerror(-rc));
+	else if (rc == 0)
+		nclient_set_up(c);
+}
+
+/* The TCP connection is made: starts the transport's handshake, or the next step. */
+static int nclient_connected(struct nclient *c)
+{
+	int rc;
+
+	if (!c->cfg.sec || !c->cfg.sec->xport) {
+		nclient_secured(c);
+		return 0;
+	}
+	rc = c->cfg.sec->xport->open_client(c->cfg.sec->xport_arg, c->io.fd, c->host, &c->t);
+	if (rc)
+		return rc;
+	c->state = NC_HANDSHAKE;
+	return 0;
+}
+
+/* Drives the transport's handshake; true once done (the connection then goes on). */
+static bool nclient_handshake(struct nclient *c)
+{
+	int rc = c->cfg.sec->xport->handshake(c->t, &c->want_out);
+
+	if (rc == -EAGAIN) {
+		if (loop_mod(c->loop, &c->io, EPOLLIN | (c->want_out ? EPOLLOUT : 0)))
+			nclient_down(c, "epoll", ENOMEM);
+		return false;
+	}
+	if (rc) {
+		nclient_fail_io(c, "TLS handshake failed", -rc);
+		return false;
+	}
+	c->want_out = false;
+	nclient_secured(c);
+	return c->state == NC_UP || c->state == NC_AUTH;
 }
 
 static void nclient_on_io(struct loop_io *io, uint32_t events)
@@ -213,23 +413,25 @@ static void nclient_on_io(struct loop_io *io, uint32_t events)
 			nclient_down(c, "connect", err ? err : errno);
 			return;
 		}
-		c->state = NC_UP;
-		c->backoff_ms = NCLIENT_BACKOFF_MIN;
-		log_debug(LOGC_NET, "net", "broker connection %s: up", c->peer);
-		c->cfg.on_state(c->cfg.arg, true); /* may queue frames */
-		if (c->state != NC_UP)
+		if ((err = nclient_connected(c)) < 0) {
+			nclient_down(c, "transport", -err);
 			return;
+		}
 	}
+	if (c->state == NC_HANDSHAKE && !nclient_handshake(c))
+		return;
+	if (c->state != NC_UP && c->state != NC_AUTH)
+		return;
 	if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN)) {
-		nclient_down(c, "closed", 0);
+		nclient_fail_io(c, "closed", ECONNRESET);
 		return;
 	}
-	if ((events & EPOLLIN) && (err = nclient_read(c)) < 0) {
-		nclient_down(c, "read", -err);
+	if ((events & EPOLLIN || c->want_out) && (err = nclient_read(c)) < 0) { /* a TLS read may wait to write */
+		nclient_fail_io(c, "read", -err);
 		return;
 	}
-	if (c->state == NC_UP && (err = nclient_flush(c)) < 0)
-		nclient_down(c, "write", -err);
+	if ((c->state == NC_UP || c->state == NC_AUTH) && (err = nclient_flush(c)) < 0)
+		nclient_fail_io(c, "write", -err);
 }
 
 int nclient_new(struct loop *loop, const struct nclient_cfg *cfg, struct nclient **out)
@@ -249,6 +451,7 @@ int nclient_new(struct loop *loop, const struct nclient_cfg *cfg, struct nclient
 	c->io.fd = -1;
 	c->io.fn = nclient_on_io;
 	c->backoff_ms = NCLIENT_BACKOFF_MIN;
+	wr_init(&c->auth_w);
 	loop_timer_init(&c->retry, nclient_on_retry);
 	nclient_connect(c);
 	*out = c;
@@ -260,6 +463,7 @@ void nclient_free(struct nclient *c)
 	if (!c)
 		return;
 	loop_timer_cancel(c->loop, &c->retry);
+	nclient_sec_end(c);
 	if (c->io.fd >= 0) {
 		loop_del(c->loop, &c->io);
 		close(c->io.fd);

@@ -9,6 +9,15 @@
  * connection drops what was buffered, reports down, and is tried again
  * after a backoff (100 ms doubling to 5 s, reset by a connection that
  * comes up).  Everything runs in the loop thread.
+ *
+ * Security (inter-broker listeners of SSL, SASL_PLAINTEXT or SASL_SSL) is
+ * injected by the layer that knows it (struct nclient_sec): a transport
+ * run over the socket (TLS, net/conn.h's struct conn_xport) and an
+ * authentication exchange of Kafka frames (SASL) run once the transport
+ * is up; "up" is reported only after both, and every reconnection redoes
+ * them.  A failure of either is logged once at warning level with the
+ * peer, then again only when the reason changes or the connection has
+ * come up in between, not on every retry.
  */
 #ifndef GREGOR_NET_CLIENT_H
 #define GREGOR_NET_CLIENT_H
@@ -16,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "net/conn.h"
 #include "net/loop.h"
 #include "util/buf.h"
 
@@ -26,6 +36,28 @@ typedef void nclient_state_fn(void *arg, bool up);
 /* One response frame, without its 4-byte size; valid during the call. */
 typedef void nclient_frame_fn(void *arg, const uint8_t *frame, int32_t len);
 
+/*
+ * An authentication exchange run on each new connection before it is up.
+ * start() writes the first request frame (size prefix included) into w
+ * and keeps its state in *st; step() takes each response frame (without
+ * its size) and returns 1 with the next request in w, 0 when
+ * authenticated, or -EACCES (refused) / -EBADMSG with the reason in why.
+ * end() frees the state.  w is wr_init()ed by the caller.
+ */
+struct nclient_auth {
+	int (*start)(void *arg, void **st, struct wr *w);
+	int (*step)(void *st, const uint8_t *frame, int32_t len, struct wr *w, char *why, size_t whylen);
+	void (*end)(void *st);
+};
+
+/* What secures the connections: NULL members mean a plain socket, no authentication. */
+struct nclient_sec {
+	const struct conn_xport *xport; /* its open_client() is used */
+	void *xport_arg;
+	const struct nclient_auth *auth;
+	void *auth_arg;
+};
+
 struct nclient_cfg {
 	const char *host; /* an address, or a name resolved when connecting */
 	int32_t port;
@@ -34,6 +66,7 @@ struct nclient_cfg {
 	nclient_state_fn *on_state;
 	nclient_frame_fn *on_frame;
 	void *arg;
+	const struct nclient_sec *sec; /* NULL: plaintext; must outlive the client */
 };
 
 /* Starts connecting.  0 or -ENOMEM / -EINVAL. */

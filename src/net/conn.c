@@ -87,6 +87,7 @@ struct conn {
 	char *principal;        /* xt's peer identity or the authenticated user, NULL if none */
 	int auth;               /* CONN_AUTH_* or a mechanism chosen */
 	void *auth_data;        /* the exchange in progress (conn_set_auth_data()) */
+	int64_t auth_expiry_ms; /* clock_mono_ms() when the SASL session ends, 0: never (KIP-368) */
 	struct loop_timer mute; /* armed while muted (client quota throttling); holds a reference */
 };
 
@@ -357,6 +358,14 @@ int conn_auth(const struct conn *c)
 void conn_set_auth(struct conn *c, int state)
 {
 	c->auth = state;
+}
+int64_t conn_auth_expiry_ms(const struct conn *c)
+{
+	return c->auth_expiry_ms;
+}
+void conn_set_auth_expiry_ms(struct conn *c, int64_t at_ms)
+{
+	c->auth_expiry_ms = at_ms;
 }
 void *conn_auth_data(const struct conn *c)
 {

@@ -52,6 +52,10 @@ struct conn_xport {
 	bool (*pending)(void *t);    /* bytes already taken from the socket, not yet read */
 	char *(*principal)(void *t); /* the peer's identity after the handshake, malloc()ed, or NULL */
 	void (*close)(void *t);
+	/* The client side (net/client.c): as open, checking the peer against host (an address or a name). */
+	int (*open_client)(void *arg, int fd, const char *host, void **t);
+	/* Why the last handshake, read or write of t failed, for the log. */
+	void (*error)(void *t, char *buf, size_t len);
 };
 
 struct conn_cfg {
@@ -89,6 +93,9 @@ const char *conn_principal(const struct conn *c);
 void conn_set_principal(struct conn *c, char *principal);
 int conn_auth(const struct conn *c);
 void conn_set_auth(struct conn *c, int state);
+/* When the authenticated session ends (clock_mono_ms()), 0 never: after it, only re-authentication is served. */
+int64_t conn_auth_expiry_ms(const struct conn *c);
+void conn_set_auth_expiry_ms(struct conn *c, int64_t at_ms);
 /* State of an authentication exchange in progress, malloc()ed; freed (free()) with c or when replaced. */
 void *conn_auth_data(const struct conn *c);
 void conn_set_auth_data(struct conn *c, void *data);

@@ -25,6 +25,8 @@ struct loop {
 	void *idle_arg;
 	struct loop_timer **heap;
 	int nheap, heap_cap;
+	struct epoll_event *evs; /* the pass's events (loop_run), so loop_del can drop one still to come */
+	int nevs;
 	volatile int stop;
 };
 
@@ -98,6 +100,10 @@ void loop_del(struct loop *loop, struct loop_io *io)
 {
 	epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 	io->events = 0;
+	/* its owner may free io once this returns: an event of this pass not yet handled must not reach it */
+	for (int i = 0; i < loop->nevs; i++)
+		if (loop->evs[i].data.ptr == io)
+			loop->evs[i].data.ptr = NULL;
 }
 
 /* ---- timers: a binary min-heap on due_ms ---- */
@@ -244,11 +250,15 @@ int loop_run(struct loop *loop)
 		n = epoll_wait(loop->epfd, evs, LOOP_EVENTS_MAX, timeout < 0 ? 0 : timeout);
 		if (n < 0 && errno != EINTR)
 			return -errno;
+		loop->evs = evs;
+		loop->nevs = n > 0 ? n : 0;
 		for (int i = 0; i < n; i++) {
 			struct loop_io *io = evs[i].data.ptr;
 
-			io->fn(io, evs[i].events);
+			if (io) /* NULL: loop_del'd by an earlier handler of this pass */
+				io->fn(io, evs[i].events);
 		}
+		loop->nevs = 0;
 	}
 	return 0;
 }

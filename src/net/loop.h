@@ -35,6 +35,7 @@ int loop_new(struct loop **out);
 void loop_free(struct loop *loop);
 int loop_add(struct loop *loop, struct loop_io *io, uint32_t events);
 int loop_mod(struct loop *loop, struct loop_io *io, uint32_t events);
+/* Stops watching io; an event for it still pending in this pass is dropped, so io may be freed at once. */
 void loop_del(struct loop *loop, struct loop_io *io);
 
 void loop_timer_init(struct loop_timer *t, loop_timer_fn *fn);

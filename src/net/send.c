@@ -84,6 +84,19 @@ size_t send_advance(const struct wr *w, struct send_pos *pos, size_t n)
 	return n - left;
 }
 
+/* Record bytes sent with sendfile and copied through a buffer (relaxed atomics: the loop adds, /metrics reads). */
+static uint64_t send_zero_copy_bytes, send_copy_bytes;
+
+uint64_t send_sendfile_bytes(void)
+{
+	return __atomic_load_n(&send_zero_copy_bytes, __ATOMIC_RELAXED);
+}
+
+uint64_t send_copied_bytes(void)
+{
+	return __atomic_load_n(&send_copy_bytes, __ATOMIC_RELAXED);
+}
+
 ssize_t send_file(int sock, const struct wr *w, struct send_pos *pos)
 {
 	const struct fslice *s;
@@ -100,6 +113,7 @@ ssize_t send_file(int sock, const struct wr *w, struct send_pos *pos)
 		return -errno;
 	if (n == 0)
 		return -EIO; /* the file shrank under us: never send short data silently */
+	__atomic_fetch_add(&send_zero_copy_bytes, (uint64_t)n, __ATOMIC_RELAXED);
 	pos->off += n;
 	settle(w, pos);
 	return n;
@@ -120,6 +134,8 @@ ssize_t send_file_copy(const struct wr *w, const struct send_pos *pos, uint8_t *
 	got = pread(s->ref->fd, buf, n, (off_t)(s->pos + p.off));
 	if (got < 0)
 		return -errno;
+	if (got > 0)
+		__atomic_fetch_add(&send_copy_bytes, (uint64_t)got, __ATOMIC_RELAXED);
 	return got == 0 ? -EIO : got;
 }
 

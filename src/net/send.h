@@ -32,6 +32,12 @@ bool send_at_file(const struct wr *w, const struct send_pos *pos);
 int send_iov_fill(const struct wr *w, const struct send_pos *pos, struct iovec *iov, int max);
 /* Advances pos over n memory bytes; returns the part of n beyond w's current memory run. */
 size_t send_advance(const struct wr *w, struct send_pos *pos, size_t n);
+/*
+ * Record bytes sent so far with sendfile (zero copy) and copied through a
+ * buffer by send_file_copy (TLS); any thread (/metrics).
+ */
+uint64_t send_sendfile_bytes(void);
+uint64_t send_copied_bytes(void);
 /* sendfile()s the file slice at pos; returns bytes sent, or -errno (-EAGAIN: socket full). */
 ssize_t send_file(int sock, const struct wr *w, struct send_pos *pos);
 /*

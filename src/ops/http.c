@@ -2,16 +2,20 @@
  * http.c - the operations HTTP listener (see http.h).
  *
  * libmicrohttpd runs one internal thread polling every HTTP connection;
- * handlers never touch loop-owned state (broker/stats.h says how figures
- * cross over).  Limits that keep bad clients cheap:
+ * handlers never touch loop-owned state (broker/stats.h and
+ * broker/console.h say how figures cross over).  Limits that keep bad
+ * clients cheap:
  *   - at most HTTP_CONNS_MAX connections, HTTP_PER_IP_MAX from one address;
  *   - a connection idle (or trickling, a slowloris) for HTTP_TIMEOUT_S is
  *     closed;
  *   - request line and headers must fit HTTP_MEM_BYTES: larger ones get
  *     431/414 or a closed connection from libmicrohttpd;
- *   - only GET and HEAD (405 otherwise), only the exact paths below (404
- *     otherwise: nothing is read from the file system, so `/../..` is
- *     just an unknown path); request bodies are never read.
+ *   - only GET and HEAD, and POST under /api/ for the console's writes
+ *     (405 otherwise); a POST body is read up to HTTP_BODY_MAX bytes
+ *     (413 past it), other bodies never;
+ *   - only the exact paths below and the console's (404 otherwise:
+ *     nothing is read from the file system, the console's files are in
+ *     the binary, so `/../..` is just an unknown path).
  */
 #include "ops/http.h"
 
@@ -26,6 +30,8 @@
 #include <string.h>
 
 #include "broker/stats.h"
+#include "ops/console_http.h"
+#include "ops/http_reply.h"
 #include "ops/metrics.h"
 #include "util/log.h"
 
@@ -33,31 +39,19 @@
 #define HTTP_PER_IP_MAX 16
 #define HTTP_TIMEOUT_S 5
 #define HTTP_MEM_BYTES (16 * 1024)
+#define HTTP_BODY_MAX (8 * 1024)
 
 struct http {
 	struct MHD_Daemon *d;
+	bool console_write; /* console.write.enable */
 };
 
-static enum MHD_Result http_send(struct MHD_Connection *mc, unsigned status, const char *type, char *body, size_t len,
-				 enum MHD_ResponseMemoryMode mode)
-{
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
-	enum MHD_Result ret;
-
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-	ret = MHD_queue_response(mc, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-static enum MHD_Result http_text(struct MHD_Connection *mc, unsigned status, const char *msg)
-{
-	return http_send(mc, status, "text/plain; charset=utf-8", (char *)msg, strlen(msg), MHD_RESPMEM_PERSISTENT);
-}
+/* A POST body being read (the connection's con_cls). */
+struct http_body {
+	size_t len;
+	bool too_large;
+	char buf[HTTP_BODY_MAX + 1];
+};
 
 static enum MHD_Result http_metrics(struct MHD_Connection *mc)
 {
@@ -69,14 +63,47 @@ static enum MHD_Result http_metrics(struct MHD_Connection *mc)
 	return http_send(mc, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, len, MHD_RESPMEM_MUST_FREE);
 }
 
+/* Reads a POST body chunk by chunk into *con_cls; true once it is all read. */
+static bool http_body_read(const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct http_body *hb = *con_cls;
+
+	if (!*upload_data_size)
+		return true;
+	if (hb->len + *upload_data_size > HTTP_BODY_MAX)
+		hb->too_large = true;
+	else
+		memcpy(hb->buf + hb->len, upload_data, *upload_data_size);
+	hb->len += hb->too_large ? 0 : *upload_data_size;
+	*upload_data_size = 0;
+	return false;
+}
+
+static enum MHD_Result http_post(struct http *h, struct MHD_Connection *mc, const char *url, const char *upload_data,
+				 size_t *upload_data_size, void **con_cls)
+{
+	struct http_body *hb = *con_cls;
+
+	if (!hb) {
+		hb = calloc(1, sizeof(*hb));
+		*con_cls = hb;
+		return hb ? MHD_YES : MHD_NO; /* the body comes in the next calls */
+	}
+	if (!http_body_read(upload_data, upload_data_size, con_cls))
+		return MHD_YES;
+	if (hb->too_large)
+		return console_http_error(mc, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large");
+	hb->buf[hb->len] = '\0';
+	return console_http_post(mc, url, hb->buf, hb->len, h->console_write);
+}
+
 static enum MHD_Result http_on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
 				       const char *version, const char *upload_data, size_t *upload_data_size,
 				       void **con_cls)
 {
-	(void)cls;
 	(void)version;
-	(void)upload_data;
-	(void)con_cls;
+	if (!strcmp(method, "POST") && !strncmp(url, "/api/", 5))
+		return http_post(cls, mc, url, upload_data, upload_data_size, con_cls);
 	*upload_data_size = 0; /* answered at the first call, with the headers: a body is never read */
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return http_text(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
@@ -87,7 +114,16 @@ static enum MHD_Result http_on_request(void *cls, struct MHD_Connection *mc, con
 	if (!strcmp(url, "/health/ready"))
 		return stats_ready() ? http_text(mc, MHD_HTTP_OK, "ready\n")
 				     : http_text(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
-	return http_text(mc, MHD_HTTP_NOT_FOUND, "not found\n");
+	return console_http_get(mc, url, ((struct http *)cls)->console_write);
+}
+
+static void http_on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)mc;
+	(void)toe;
+	free(*con_cls);
+	*con_cls = NULL;
 }
 
 /* "http://host:port" into a resolved address. */
@@ -113,11 +149,11 @@ static void http_log_bound(struct http *h, const char *spec)
 {
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
 
-	log_info("metrics listener on %s (port %u): /metrics, /health/live, /health/ready", spec,
-		 di ? (unsigned)di->port : 0);
+	log_info("metrics listener on %s (port %u): /metrics, /health/live, /health/ready, console at / (%s)", spec,
+		 di ? (unsigned)di->port : 0, h->console_write ? "read-write" : "read-only");
 }
 
-int http_start(const char *spec, struct http **out)
+int http_start(const char *spec, bool console_write, struct http **out)
 {
 	struct addrinfo *ai = NULL;
 	struct http *h;
@@ -136,6 +172,7 @@ int http_start(const char *spec, struct http **out)
 		freeaddrinfo(ai);
 		return -ENOMEM;
 	}
+	h->console_write = console_write;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	/* the HTTP thread inherits a mask blocking every signal: SIGTERM/SIGHUP go to the loop's signalfd */
@@ -145,7 +182,8 @@ int http_start(const char *spec, struct http **out)
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS_MAX,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_MAX,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEM_BYTES, MHD_OPTION_END);
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEM_BYTES, MHD_OPTION_NOTIFY_COMPLETED,
+				http_on_completed, NULL, MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &was, NULL);
 	freeaddrinfo(ai);
 	if (!h->d) {

@@ -27,6 +27,9 @@
 #include "broker/quota.h"
 #include "broker/stats.h"
 #include "broker/stats_snap.h"
+#include "coord/txn.h"
+#include "net/send.h"
+#include "proto/kerr.h"
 
 struct mbuf {
 	char *p;
@@ -145,6 +148,59 @@ static void metrics_quotas(struct mbuf *m, const struct stats_snap *s)
 	}
 }
 
+/* One gauge with no labels. */
+static void metrics_gauge(struct mbuf *m, const char *name, const char *help, long long v)
+{
+	mb_head(m, name, "gauge", help);
+	mb_printf(m, "%s %lld\n", name, v);
+}
+
+/* Replication and the controller (0 on a single node, where nothing is replicated) and ISR changes. */
+static void metrics_replication(struct mbuf *m, const struct stats_snap *s)
+{
+	struct stats_counters *sc = &stats_counters;
+
+	metrics_gauge(m, "kafka_server_replicamanager_underreplicatedpartitions",
+		      "Partitions led here whose ISR is smaller than their replicas.", s->under_replicated);
+	metrics_gauge(m, "kafka_server_replicamanager_underminisrpartitioncount",
+		      "Partitions led here whose ISR is smaller than min.insync.replicas.", s->under_min_isr);
+	metrics_gauge(m, "kafka_server_replicamanager_atminisrpartitioncount",
+		      "Partitions led here whose ISR is exactly min.insync.replicas.", s->at_min_isr);
+	metrics_gauge(m, "kafka_server_replicafetchermanager_maxlag",
+		      "Largest lag, in records, of a partition followed here behind its leader's high watermark.",
+		      (long long)s->replica_max_lag);
+	metrics_gauge(m, "kafka_controller_kafkacontroller_activecontrollercount",
+		      "1 if this broker is the active controller.", s->active_controller);
+	metrics_gauge(m, "kafka_controller_kafkacontroller_offlinepartitionscount",
+		      "On the controller: partitions without a leader.", s->offline_partitions);
+	mb_head(m, "kafka_server_replicamanager_isrshrinks_total", "counter", "ISR shrinks of partitions led here.");
+	mb_printf(m, "kafka_server_replicamanager_isrshrinks_total %llu\n",
+		  (unsigned long long)stats_load(&sc->isr_shrinks));
+	mb_head(m, "kafka_server_replicamanager_isrexpands_total", "counter", "ISR expansions of partitions led here.");
+	mb_printf(m, "kafka_server_replicamanager_isrexpands_total %llu\n",
+		  (unsigned long long)stats_load(&sc->isr_expands));
+}
+
+/* Connections open and accepted per listener (Kafka's connection-count and connection-creation-total). */
+static void metrics_listeners(struct mbuf *m, const struct stats_snap *s)
+{
+	struct stats_counters *sc = &stats_counters;
+
+	for (int i = 0; i < s->nlisteners; i++) { /* under the total's head (metrics_partitions) */
+		uint64_t closed =
+			stats_load(&sc->listener_closed[i]); /* first: a close never counts before its accept */
+		uint64_t created = stats_load(&sc->listener_created[i]);
+
+		mb_printf(m, "kafka_server_socketservermetrics_connections{listener=\"%s\"} %llu\n",
+			  label_safe(s->listeners[i]), (unsigned long long)(created > closed ? created - closed : 0));
+	}
+	mb_head(m, "kafka_server_socketservermetrics_connection_creation_total", "counter",
+		"Connections accepted, by listener.");
+	for (int i = 0; i < s->nlisteners; i++)
+		mb_printf(m, "kafka_server_socketservermetrics_connection_creation_total{listener=\"%s\"} %llu\n",
+			  label_safe(s->listeners[i]), (unsigned long long)stats_load(&sc->listener_created[i]));
+}
+
 static void metrics_partitions(struct mbuf *m, const struct stats_snap *s)
 {
 	static const char *states[5] = { "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead" };
@@ -153,6 +209,13 @@ static void metrics_partitions(struct mbuf *m, const struct stats_snap *s)
 	mb_printf(m, "kafka_server_replicamanager_partitioncount %d\n", s->nparts);
 	mb_head(m, "kafka_server_replicamanager_leadercount", "gauge", "Partitions this broker leads.");
 	mb_printf(m, "kafka_server_replicamanager_leadercount %d\n", s->leaders);
+	metrics_replication(m, s);
+	mb_head(m, "kafka_server_delayedoperationpurgatory_purgatorysize", "gauge",
+		"Requests waiting: acks=all produces (for a sync round or the ISR), long-poll fetches.");
+	mb_printf(m, "kafka_server_delayedoperationpurgatory_purgatorysize{delayed_operation=\"Produce\"} %d\n",
+		  s->purgatory_produce);
+	mb_printf(m, "kafka_server_delayedoperationpurgatory_purgatorysize{delayed_operation=\"Fetch\"} %d\n",
+		  s->purgatory_fetch);
 	mb_head(m, "kafka_log_log_size", "gauge", "Bytes in all segments of a partition.");
 	for (int32_t i = 0; i < s->nparts; i++)
 		mb_printf(m, "kafka_log_log_size{topic=\"%s\",partition=\"%d\"} %lld\n",
@@ -167,6 +230,10 @@ static void metrics_partitions(struct mbuf *m, const struct stats_snap *s)
 	for (int i = 0; i < 5; i++)
 		mb_printf(m, "kafka_coordinator_group_groupmetadatamanager_numgroups{state=\"%s\"} %d\n", states[i],
 			  s->groups_by_state[i]);
+	mb_head(m, "gregor_transactions", "gauge", "Transactional ids held by this transaction coordinator, by state.");
+	for (int i = 0; i < TXN_STATE_COUNT; i++)
+		mb_printf(m, "gregor_transactions{state=\"%s\"} %d\n", txn_state_name((enum txn_state)i),
+			  s->txns_by_state[i]);
 	metrics_lags(m, s);
 	metrics_quotas(m, s);
 	mb_head(m, "gregor_metrics_snapshot_seconds", "gauge",
@@ -174,6 +241,7 @@ static void metrics_partitions(struct mbuf *m, const struct stats_snap *s)
 	mb_printf(m, "gregor_metrics_snapshot_seconds %.6f\n", (double)s->build_us / 1e6);
 	mb_head(m, "kafka_server_socketservermetrics_connections", "gauge", "Kafka client connections open.");
 	mb_printf(m, "kafka_server_socketservermetrics_connections %d\n", s->connections);
+	metrics_listeners(m, s);
 }
 
 /* One histogram: non-cumulative bucket counts, their bounds in ms, count and sum in microseconds. */
@@ -197,36 +265,60 @@ static void metrics_histogram(struct mbuf *m, const char *name, const char *labe
 		  (unsigned long long)count);
 }
 
+/* A request slot's name: the API's, or Kafka's FetchConsumer / FetchFollower; NULL for keys without a schema. */
+static const char *metrics_slot_name(int slot)
+{
+	if (slot == STATS_FETCH_CONSUMER)
+		return "FetchConsumer";
+	if (slot == STATS_FETCH_FOLLOWER)
+		return "FetchFollower";
+	return proto_apis[slot].name;
+}
+
+/* Error codes in responses (and refused requests as INVALID_REQUEST), by API and code. */
+static void metrics_errors(struct mbuf *m)
+{
+	mb_head(m, "kafka_network_requestmetrics_errors_total", "counter",
+		"Error codes in responses by API and error (a request refused by closing its connection: "
+		"INVALID_REQUEST).");
+	for (int a = 0; a < API_COUNT; a++)
+		for (int e = 0; e < STATS_ERRCODES && proto_apis[a].name; e++) {
+			uint64_t n = stats_load(&stats_counters.errors[a][e]);
+
+			if (n)
+				mb_printf(
+					m,
+					"kafka_network_requestmetrics_errors_total{request=\"%s\",error=\"%s\"} %llu\n",
+					proto_apis[a].name, kerr_name(stats_slot_errcode(e)), (unsigned long long)n);
+		}
+}
+
 static void metrics_requests(struct mbuf *m)
 {
 	struct stats_counters *sc = &stats_counters;
 	char labels[96];
 
-	mb_head(m, "kafka_network_requestmetrics_requests_total", "counter", "Requests received, by API and version.");
-	for (int a = 0; a < API_COUNT; a++)
+	mb_head(m, "kafka_network_requestmetrics_requests_total", "counter",
+		"Requests received, by API and version (Fetch also as FetchConsumer and FetchFollower).");
+	for (int a = 0; a < STATS_SLOTS; a++)
 		for (int v = 0; v < STATS_VERSIONS; v++) {
 			uint64_t n = stats_load(&sc->requests[a][v]);
 
-			if (n && proto_apis[a].name)
+			if (n && metrics_slot_name(a))
 				mb_printf(m,
 					  "kafka_network_requestmetrics_requests_total{request=\"%s\",version=\"%d\"} "
 					  "%llu\n",
-					  proto_apis[a].name, v, (unsigned long long)n);
+					  metrics_slot_name(a), v, (unsigned long long)n);
 		}
-	mb_head(m, "kafka_network_requestmetrics_errors_total", "counter",
-		"Requests refused by closing the connection (malformed, unsupported), by API.");
-	for (int a = 0; a < API_COUNT; a++)
-		if (stats_load(&sc->lat_count[a]) && proto_apis[a].name)
-			mb_printf(m, "kafka_network_requestmetrics_errors_total{request=\"%s\"} %llu\n",
-				  proto_apis[a].name, (unsigned long long)stats_load(&sc->errors[a]));
+	metrics_errors(m);
 	mb_head(m, "kafka_network_requestmetrics_totaltimems", "histogram",
 		"Time from a request read to its response queued, in ms, by API.");
-	for (int a = 0; a < API_COUNT; a++) {
+	for (int a = 0; a < STATS_SLOTS; a++) {
 		uint64_t count = stats_load(&sc->lat_count[a]);
 
-		if (!count || !proto_apis[a].name)
+		if (!count || !metrics_slot_name(a))
 			continue;
-		snprintf(labels, sizeof(labels), "request=\"%s\"", proto_apis[a].name);
+		snprintf(labels, sizeof(labels), "request=\"%s\"", metrics_slot_name(a));
 		metrics_histogram(m, "kafka_network_requestmetrics_totaltimems", labels, sc->lat_bucket[a],
 				  stats_lat_bounds_ms, STATS_LAT_BUCKETS, count, stats_load(&sc->lat_sum_us[a]));
 	}
@@ -242,6 +334,14 @@ static void metrics_sync(struct mbuf *m)
 			  STATS_SYNC_BUCKETS, stats_load(&sc->sync_count), stats_load(&sc->sync_sum_us));
 	mb_head(m, "gregor_log_flush_partitions_total", "counter", "Partitions synced, summed over sync rounds.");
 	mb_printf(m, "gregor_log_flush_partitions_total %llu\n", (unsigned long long)stats_load(&sc->sync_parts));
+	mb_head(m, "gregor_log_flush_bytes_total", "counter", "Record bytes made durable, summed over sync rounds.");
+	mb_printf(m, "gregor_log_flush_bytes_total %llu\n", (unsigned long long)stats_load(&sc->sync_bytes));
+	mb_head(m, "gregor_network_sendfile_bytes_total", "counter",
+		"Record bytes sent to consumers and followers with sendfile, never copied by the broker.");
+	mb_printf(m, "gregor_network_sendfile_bytes_total %llu\n", (unsigned long long)send_sendfile_bytes());
+	mb_head(m, "gregor_network_copied_bytes_total", "counter",
+		"Record bytes read into a buffer before they were sent (TLS listeners).");
+	mb_printf(m, "gregor_network_copied_bytes_total %llu\n", (unsigned long long)send_copied_bytes());
 }
 
 /* process_* from /proc/self: CPU seconds, resident memory, open and maximum descriptors, start time. */

@@ -644,6 +644,49 @@ def gen_write(api, s):
 	return body
 
 
+# ---------------------------------------------------------------- error codes
+
+def is_err_field(f):
+	return f.type == 'int16' and not f.array and f.name.endswith('ErrorCode') and f.versions is not None
+
+
+def has_errs(s):
+	return any(is_err_field(f) or (f.struct is not None and has_errs(f.struct)) for f in s.fields)
+
+
+def gen_errors(s):
+	"""Body calling fn for each error code field of m present in version, nested arrays included."""
+	body = []
+	for f in s.fields:
+		c = vcond(f.versions)
+		if c == 'false':
+			continue
+		lines = []
+		if is_err_field(f):
+			lines.append('fn(arg, m->%s);' % f.name)
+		elif f.struct is not None and has_errs(f.struct):
+			lines.append('for (int32_t i = 0; i < m->%s.n; i++)' % f.name)
+			lines.append('\t%s(&m->%s.v[i], version, fn, arg);' % (fn_name(f.struct, 'errors'), f.name))
+		if lines:
+			emit_guarded(body, c, lines)
+	return body
+
+
+def error_structs(api):
+	"""The response's element structs holding error codes, children first, then the response."""
+	out = []
+
+	def walk(s):
+		for f in s.fields:
+			if f.struct is not None and has_errs(f.struct) and f.struct not in out:
+				walk(f.struct)
+		if s not in out:
+			out.append(s)
+	if has_errs(api.response):
+		walk(api.response)
+	return out
+
+
 # ---------------------------------------------------------------- init, sample
 
 def gen_init(s):
@@ -1091,7 +1134,9 @@ def gen_header(apis, maxkey):
 			out.append('void %s_encode(struct wr *w, int16_t version, const struct %s *in);' % (n, n))
 			out.append('void %s_init(struct %s *m);' % (n, n))
 		out.append('')
-	out.append('''/* The table, indexed by api key; name NULL for keys without a schema. */
+	out.append('''typedef void proto_err_fn(void *arg, int16_t error_code);
+
+/* The table, indexed by api key; name NULL for keys without a schema. */
 struct proto_api {
 	const char *name;
 	int16_t min, max;           /* from "valid" */
@@ -1105,6 +1150,8 @@ struct proto_api {
 	void (*resp_encode)(struct wr *, int16_t, const void *);
 	int16_t throttle_min;       /* first version with a ThrottleTimeMs field, -1 if none */
 	size_t throttle_off;        /* offsetof the response's ThrottleTimeMs */
+	/* calls fn for every *ErrorCode field of a response of this version, nested ones included; NULL: none */
+	void (*resp_errors)(const void *m, int16_t version, proto_err_fn *fn, void *arg);
 };
 extern const struct proto_api proto_apis[API_COUNT];
 
@@ -1144,6 +1191,16 @@ def gen_source(apis, maxkey):
 				% ('static ' if not s.top else '', fn_name(s, 'write' if not s.top else 'encode'),
 					s.name), gen_write(api, s),
 				[('flex', flex), ('version', None)])
+		for s in error_structs(api):
+			function(out, 'static void %s(const struct %s *m, int16_t version, proto_err_fn *fn, void *arg)'
+				% (fn_name(s, 'errors'), s.name), gen_errors(s), [('version', None)])
+		if has_errs(api.response):
+			out.append('static void %s_errors_v(const void *m, int16_t v, proto_err_fn *fn, void *arg)'
+				% api.response.name)
+			out.append('{')
+			out.append('\t%s(m, v, fn, arg);' % fn_name(api.response, 'errors'))
+			out.append('}')
+			out.append('')
 		for s in (api.request, api.response):
 			n = s.name
 			out.append('int %s_decode(struct rd *r, struct arena *a, int16_t version, struct %s *out)' % (n, n))
@@ -1187,6 +1244,8 @@ def gen_source(apis, maxkey):
 			out.append('\t\t.throttle_off = offsetof(struct %s, ThrottleTimeMs),' % p)
 		else:
 			out.append('\t\t.throttle_min = -1,')
+		if has_errs(api.response):
+			out.append('\t\t.resp_errors = %s_errors_v,' % p)
 		out.append('\t},')
 	out.append('};')
 	return '\n'.join(out) + '\n'

@@ -218,6 +218,10 @@ const char *kerr_name(int16_t code)
 		return "INCONSISTENT_CLUSTER_ID";
 	case KERR_TRANSACTIONAL_ID_NOT_FOUND:
 		return "TRANSACTIONAL_ID_NOT_FOUND";
+	case KERR_NEW_LEADER_ELECTED:
+		return "NEW_LEADER_ELECTED";
+	case KERR_INELIGIBLE_REPLICA:
+		return "INELIGIBLE_REPLICA";
 	}
 	return "UNKNOWN";
 }

@@ -380,11 +380,33 @@ int records_foreach_body(const uint8_t *body_p, size_t body_len, const struct ba
 		vlen = rd_varint(&b);
 		if (vlen >= 0)
 			rd_view(&b, (size_t)vlen, &rec.value);
+		rec.header_count = rd_left(&b) ? rd_varint(&b) : 0; /* validate.c checks it is there */
+		rec.headers = (struct bytes){ b.p, (int32_t)rd_left(&b) };
 		if (b.err)
 			return -EBADMSG;
 		err = fn(arg, &rec);
 	}
 	return err;
+}
+
+bool records_header_next(struct rd *r, struct kstr *key, struct bytes *value)
+{
+	int32_t klen, vlen;
+	struct bytes k = { NULL, 0 };
+
+	if (r->err || !rd_left(r))
+		return false;
+	klen = rd_varint(r);
+	if (klen < 0 || !rd_view(r, (size_t)klen, &k)) {
+		rd_fail(r, RD_INVALID);
+		return false;
+	}
+	*key = (struct kstr){ (const char *)k.p, k.len };
+	*value = (struct bytes){ NULL, -1 };
+	vlen = rd_varint(r);
+	if (vlen >= 0 && !rd_view(r, (size_t)vlen, value))
+		return false;
+	return !r->err;
 }
 
 bool records_has_codec(const uint8_t *p, size_t len, int codec)

@@ -160,9 +160,18 @@ int records_build_control(struct wr *w, int64_t producer_id, int16_t producer_ep
 struct record {
 	int64_t offset;
 	int64_t timestamp;
-	struct bytes key;   /* len -1 = null */
-	struct bytes value; /* len -1 = null (a tombstone) */
+	struct bytes key;     /* len -1 = null */
+	struct bytes value;   /* len -1 = null (a tombstone) */
+	int32_t header_count; /* as the record declares it */
+	struct bytes headers; /* the headers' bytes: read them with records_header_next() */
 };
+
+/*
+ * The next header of a record (start with rd_init(r, rec->headers)): OUT
+ * key and value (value len -1 = null).  Returns false at the end of the
+ * bytes or when they do not parse (r->err set).
+ */
+bool records_header_next(struct rd *r, struct kstr *key, struct bytes *value);
 
 typedef int records_fn(void *arg, const struct record *rec);
 

@@ -152,3 +152,40 @@ int sasl_plain_verify(const char *jaas, const uint8_t *tok, size_t len, char *us
 		return -EACCES;
 	return jaas_walk(jaas, plain_match, &t, err, sizeof(err)) == 1 ? 0 : -EACCES;
 }
+
+struct jaas_find {
+	const char *key;
+	char *out;
+	size_t outlen;
+};
+
+static int jaas_find_one(const struct jaas_opt *o, void *arg)
+{
+	struct jaas_find *f = arg;
+
+	if (o->keylen != strlen(f->key) || strncmp(o->key, f->key, o->keylen))
+		return 0;
+	if (o->vallen >= f->outlen)
+		return -ENAMETOOLONG;
+	memcpy(f->out, o->val, o->vallen);
+	f->out[o->vallen] = 0;
+	return 1;
+}
+
+int sasl_jaas_option(const char *jaas, const char *key, char *out, size_t outlen, char *err, size_t errlen)
+{
+	struct jaas_find f = { key, out, outlen };
+	int r = jaas_walk(jaas, NULL, NULL, err, errlen); /* the whole entry parses, not only up to key */
+
+	if (r)
+		return r;
+	r = jaas_walk(jaas, jaas_find_one, &f, err, errlen);
+
+	if (r == 1)
+		return 0;
+	if (r == 0)
+		snprintf(err, errlen, "JAAS config: no %s=\"...\" option", key);
+	else if (r == -ENAMETOOLONG)
+		snprintf(err, errlen, "JAAS config: the value of %s is too long", key);
+	return r == -ENAMETOOLONG || r == 0 ? -EINVAL : r;
+}

@@ -30,4 +30,12 @@ int sasl_jaas_check(const char *jaas, char *err, size_t errlen);
  */
 int sasl_plain_verify(const char *jaas, const uint8_t *tok, size_t len, char *user, size_t userlen);
 
+/*
+ * Copies the value of option key (e.g. username, password: the broker's
+ * own identity towards the other brokers) into out.  0, or -EINVAL with a
+ * message in err when jaas does not parse, has no such option or its
+ * value does not fit.
+ */
+int sasl_jaas_option(const char *jaas, const char *key, char *out, size_t outlen, char *err, size_t errlen);
+
 #endif

@@ -22,7 +22,7 @@
 go_client sarama-client
 client=$GO_CLIENT
 
-broker_start --override auto.create.topics.enable=true --override num.partitions=3
+broker_start --override auto.create.topics.enable=true --override num.partitions=3 --override group.initial.rebalance.delay.ms=0
 
 run() { # run VERSION CODEC [flags...]
 	local v=$1 c=$2

@@ -32,21 +32,8 @@ TOPIC = "verify"
 
 def verify_v4(cl, txn_id, pid, epoch, partitions):
     """AddPartitionsToTxn v4 VerifyOnly of TOPIC's partitions -> [(partition, error)]."""
-    u = iw.uvarint
-    body = (u(2) + iw.compact_nstring(txn_id) + kw.i64(pid) + kw.i16(epoch) + kw.i8(1) +
-            u(2) + iw.compact_nstring(TOPIC) + u(len(partitions) + 1) + b"".join(kw.i32(p) for p in partitions) +
-            u(0) + u(0) + u(0))
-    r = cl.call(24, 4, body, flexible=True)
-    r.i32()
-    eq(r.i16(), 0, "AddPartitionsToTxn v4 top-level error")
-    eq(iw.read_uvarint(r), 2, "one transaction result")
-    eq(iw.read_compact_string(r), txn_id, "transactional id")
-    eq(iw.read_uvarint(r), 2, "one topic result")
-    eq(iw.read_compact_string(r), TOPIC, "topic")
-    out = []
-    for _ in range(iw.read_uvarint(r) - 1):
-        out.append((r.i32(), r.i16()))
-        iw.read_uvarint(r)  # tagged fields
+    top, out = cl.verify_partitions(txn_id, pid, epoch, TOPIC, partitions)
+    eq(top, 0, "AddPartitionsToTxn v4 top-level error")
     return out
 
 

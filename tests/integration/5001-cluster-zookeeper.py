@@ -59,10 +59,11 @@ def registered(zc):
 
 def controller_of(zc):
     """(broker id, epoch) from /controller and /controller_epoch, or None while vacant."""
-    if not zc.exists(CHROOT + "/controller"):
+    from kazoo.exceptions import NoNodeError
+    try:  # /controller may go between two reads
+        return json.loads(zget(zc, "/controller")[0])["brokerid"], int(zget(zc, "/controller_epoch")[0])
+    except NoNodeError:
         return None
-    ctl = json.loads(zget(zc, "/controller")[0])
-    return ctl["brokerid"], int(zget(zc, "/controller_epoch")[0])
 
 
 def check_znodes(zc, brokers):

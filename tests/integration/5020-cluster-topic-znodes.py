@@ -12,8 +12,9 @@ ZooKeeper (tests/lib/zookeeper.py) and three brokers in the chroot
      controller told it (UpdateMetadata)
   2. the same name through broker 3: TOPIC_ALREADY_EXISTS, the first assignment
      stays, and broker 3's Metadata lists the one topic
-  3. RF 4 with 3 live brokers and RF 2 (confluent_kafka): INVALID_REPLICATION_FACTOR,
-     nothing written
+  3. RF 4 with 3 live brokers (confluent_kafka): INVALID_REPLICATION_FACTOR, nothing
+     written; RF 2 is written with two distinct brokers per partition; a manual
+     assignment naming a broker twice is INVALID_REPLICA_ASSIGNMENT
   4. validate_only writes nothing; a manual assignment to a live broker is written
      as given, one to an unknown broker is INVALID_REPLICA_ASSIGNMENT
   5. CreatePartitions of that topic to 15 through broker 2: the assignment in
@@ -135,8 +136,11 @@ def autocreate(zc, brokers):
 def refused(zc, brokers):
     eq(create(brokers[0], "rf4", num_partitions=1, replication_factor=4), KafkaError.INVALID_REPLICATION_FACTOR,
        "RF 4 with 3 brokers")
-    eq(create(brokers[0], "rf2", num_partitions=1, replication_factor=2), KafkaError.INVALID_REPLICATION_FACTOR,
-       "RF 2 (no replication yet)")
+    eq(create(brokers[0], "rf2", num_partitions=1, replication_factor=2), None, "RF 2")
+    rf2 = zjson(zc, "/brokers/topics/rf2")["partitions"]["0"]
+    eq((len(rf2), len(set(rf2)), set(rf2) <= {1, 2, 3}), (2, 2, True), "RF 2's assignment %s" % rf2)
+    eq(create(brokers[0], "dup", num_partitions=1, replica_assignment=[[1, 1]]), KafkaError.INVALID_REPLICA_ASSIGNMENT,
+       "an assignment naming a broker twice")
     adm = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
     fs = adm.create_topics([NewTopic("checked", num_partitions=2, replication_factor=1)], validate_only=True,
                            request_timeout=15)
@@ -145,7 +149,7 @@ def refused(zc, brokers):
     eq(zjson(zc, "/brokers/topics/manual")["partitions"], {"0": [3], "1": [1]}, "manual assignment as given")
     eq(create(brokers[0], "nowhere", num_partitions=1, replica_assignment=[[7]]), KafkaError.INVALID_REPLICA_ASSIGNMENT,
        "assignment to an unknown broker")
-    for t in ("rf4", "rf2", "checked", "nowhere"):
+    for t in ("rf4", "dup", "checked", "nowhere"):
         check(not zc.exists(CHROOT + "/brokers/topics/" + t), "/brokers/topics/%s written" % t)
         check(not zc.exists(CHROOT + "/config/topics/" + t), "/config/topics/%s written" % t)
 

@@ -45,9 +45,13 @@ def zjson(zc, path):
 
 
 def controller(zc):
-    if not zc.exists(CHROOT + "/controller"):
+    """(controller id, controller epoch), or None while there is no controller (its znode may go
+    between any two reads)."""
+    from kazoo.exceptions import NoNodeError
+    try:
+        return zjson(zc, "/controller")["brokerid"], int(zc.get(CHROOT + "/controller_epoch")[0])
+    except NoNodeError:
         return None
-    return zjson(zc, "/controller")["brokerid"], int(zc.get(CHROOT + "/controller_epoch")[0])
 
 
 def create(b, topic, nparts):
@@ -154,7 +158,7 @@ def test():
         ids[ctl].proc.wait(timeout=10)
         ids[ctl].proc = None
         t0 = time.monotonic()
-        wait_until(lambda: controller(zc) and controller(zc)[0] != ctl, SESSION_MS / 1000 + 10,
+        wait_until(lambda: (controller(zc) or (ctl,))[0] != ctl, SESSION_MS / 1000 + 10,
                    "a new controller")
         new_ctl, new_epoch = controller(zc)
         check(new_epoch > epoch, "controller epoch %d after %d" % (new_epoch, epoch))

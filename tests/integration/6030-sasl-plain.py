@@ -121,7 +121,6 @@ def bad_settings(b):
     cases = [
         ({"sasl.enabled.mechanisms": "GSSAPI"}, "GSSAPI"),
         ({"sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER"}, "OAUTHBEARER"),
-        ({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"}, "sasl.scram.users"),
         ({"sasl.enabled.mechanisms": "SCRAM-SHA-256", "sasl.scram.users": "nopassword"}, "sasl.scram.users"),
         ({"sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required user_a=\"x\""},
          "sasl.jaas.config"),

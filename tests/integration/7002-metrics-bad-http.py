@@ -6,7 +6,7 @@ every 10 ms from a thread), the HTTP listener gets:
   - a request whose header is 100 KiB, and one whose URL is 100 KiB:
     a 4xx or a closed connection;
   - `/../../etc/passwd` (sent raw, not normalised), unknown paths: 404, and
-    no file content;
+    no file content (`/` is the web console's page, built into the binary);
   - POST, PUT, DELETE: 405;
   - bytes that are not HTTP: a 4xx or a closed connection;
   - four slowloris clients sending half a request and then nothing: each
@@ -81,8 +81,10 @@ def bad_requests(port):
                               path.decode())
         eq(status_of(resp), 404, "%s status" % path.decode())
         check(b"root:" not in resp, "no file content for %s" % path.decode())
-    for path in ("/", "/metricsx", "/health", "/health/ready/x", "/console"):
+    for path in ("/metricsx", "/health", "/health/ready/x", "/console", "/index.htm", "/web/index.html"):
         eq(http_get(port, path)[0], 404, "GET " + path)
+    st, body = http_get(port, "/")
+    check(st == 200 and b"<title>Gregor console</title>" in body, "GET / is the console page (docs/console.md)")
     for method in ("POST", "PUT", "DELETE", "OPTIONS"):
         eq(http_get(port, "/metrics", method=method)[0], 405, method + " /metrics")
     expect_refused(port, bytes(range(256)) * 4 + b"\r\n\r\n", "binary garbage")

@@ -8,7 +8,8 @@
 #
 # Output: one line per test, `PASS name (Ns)`, `FAIL name (Ns)` followed by the
 # test's output, or `SKIP name (reason)`; then `N skipped` if any were skipped,
-# and as the last line exactly `N passed, N failed`. Exit status 1 if any failed.
+# then for each failed test the lines that say why, `failed: names`, and as
+# the last line exactly `N passed, N failed`. Exit status 1 if any failed.
 #
 # Environment:
 #   BUILD          build dir (default build): broker at $BUILD/bin/gregor, C tests at $BUILD/bin/itest/
@@ -68,6 +69,15 @@ selected() {
 
 now() { date +%s; }
 
+# The lines of a failed test's output that say why it failed (a traceback's
+# last line, an assertion, a timeout), repeated after the summary so a long
+# output cut short still shows them.
+why() { # name outfile
+	echo "$1:"
+	grep -E '^[A-Za-z_.]*(Error|Exception)\b|^FAILED after|^not ok|^FAIL|[Ee]rror:|timed out|result: FAIL|not done as asked|commands failed' "$2" |
+		grep -v -e '^20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]' -e '^EndOfStreamException' -e '^java\.' -e '^ *raise ' | tail -n 8 | cut -c1-400 | sed 's/^/    /'
+}
+
 report() { # name status seconds outfile
 	case "$2" in
 	pass)
@@ -86,6 +96,7 @@ report() { # name status seconds outfile
 		echo "---- output of $1 ($2) ----"
 		tail -n 400 "$4"
 		echo "---- end of $1 ----"
+		why "$1" "$4" >>"$OUT/why"
 		;;
 	esac
 }
@@ -178,6 +189,10 @@ done
 reap_until_below 1
 
 [ $skipped -gt 0 ] && echo "$skipped skipped"
-[ $failed -gt 0 ] && echo "failed:$failed_names"
+if [ $failed -gt 0 ]; then
+	echo "---- why they failed ----"
+	cat "$OUT/why"
+	echo "failed:$failed_names"
+fi
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

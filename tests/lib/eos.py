@@ -1,11 +1,12 @@
 """Shared pieces of the exactly-once and transaction tests (4002, 4006,
-4011-4013, 4020-4021): reading a topic back under an isolation level, its
-last stable offset, and checking a sink topic against the numbered source
-messages "msg-%07d" that eos-copier upper-cases."""
+4011-4013, 4020-4021, 5203-5204): reading a topic back under an isolation
+level, its last stable offset, a transactional producer that rides out a
+cluster's metadata changes, and checking a sink topic against the numbered
+source messages "msg-%07d" that eos-copier upper-cases."""
 
 import time
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 
 def end_offset(b, topic, partition=0, isolation="read_committed"):
@@ -74,3 +75,31 @@ def verify_copy(got, n, parts):
             last = max(last, i)
     missing = sum(1 for i in range(n) if i not in count)
     return seen, dups, missing, order_bad, bad_case
+
+
+def read_all(bootstrap, topic, nparts, isolation, expect, timeout_s=30):
+    """Every record value of topic's nparts partitions (decoded) under an isolation
+    level, once expect are there or timeout_s passed, plus whatever one more second
+    brings (so a record too many is seen)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "read-all-%s-%f" % (isolation, time.time()),
+                  "isolation.level": isolation, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                  "topic.metadata.refresh.interval.ms": 1000})
+    c.assign([TopicPartition(topic, p, 0) for p in range(nparts)])
+    got = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline and len(got) < expect:
+            got += [m.value().decode() for m in c.consume(num_messages=200, timeout=0.5) if not m.error()]
+        got += [m.value().decode() for m in c.consume(num_messages=200, timeout=1) if not m.error()]
+    finally:
+        c.close()
+    return got
+
+
+def txn_producer(bootstrap, tid):
+    """A transactional producer, initialised, refreshing metadata every second (a
+    cluster's leaders and coordinators move under it)."""
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "transaction.timeout.ms": 60000,
+                  "topic.metadata.refresh.interval.ms": 1000})
+    p.init_transactions(60)
+    return p

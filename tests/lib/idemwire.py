@@ -81,10 +81,10 @@ class Client:
             resp = resp[1:]
         return kw.Reader(resp)
 
-    def init_pid(self, version=0, txn_id=None, producer_id=-1, epoch=-1, want_err=0):
-        """InitProducerId -> (producer_id, epoch); checks the error code."""
+    def init_pid(self, version=0, txn_id=None, producer_id=-1, epoch=-1, want_err=0, timeout_ms=60000):
+        """InitProducerId (transaction timeout timeout_ms) -> (producer_id, epoch); checks the error code."""
         flex = version >= 2
-        body = (compact_nstring(txn_id) if flex else kw.string(txn_id)) + kw.i32(60000)
+        body = (compact_nstring(txn_id) if flex else kw.string(txn_id)) + kw.i32(timeout_ms)
         if version >= 3:
             body += kw.i64(producer_id) + kw.i16(epoch)
         if flex:

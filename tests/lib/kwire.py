@@ -219,6 +219,29 @@ def parse_metadata_v1(body):
     return {"brokers": brokers, "controller_id": controller, "topics": topics, "left": r.left()}
 
 
+def partition_isrs(port, topic):
+    """Metadata v1 of topic from the broker at port -> {partition: (leader, sorted isr)} ({} on an error)."""
+    r = call(port, 3, 1, metadata_v1_body([topic]))
+    r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))
+    r.i32()
+
+    def part(r):
+        r.i16()
+        idx, leader = r.i32(), r.i32()
+        r.array(lambda r: r.i32())
+        return idx, (leader, sorted(r.array(lambda r: r.i32())))
+
+    out = {}
+    for _ in range(r.i32()):
+        err = r.i16()
+        r.string()
+        r.i8()
+        parts = dict(r.array(part))
+        if not err:
+            out.update(parts)
+    return out
+
+
 def produce_v3_body(topic, partition, records, acks=1, timeout_ms=10000, txn_id=None):
     return (string(txn_id) + i16(acks) + i32(timeout_ms) +
             array([topic], lambda t: string(t) + array([partition], lambda p: i32(p) + nbytes(records))))
@@ -301,19 +324,51 @@ def parse_create_topics_v1(body):
     return dict(r.array(lambda r: (r.string(), (r.i16(), r.string()))))
 
 
-def create_topic(port, topic, nparts, configs=(), timeout_ms=15000):
-    """CreateTopics v1 of one topic (replication factor 1, configs [(name, value)]) -> (error code, message)."""
-    body = (array([topic], lambda t: string(t) + i32(nparts) + i16(1) + array([]) +
+def create_topic(port, topic, nparts, configs=(), timeout_ms=15000, replication_factor=1):
+    """CreateTopics v1 of one topic (configs [(name, value)]) -> (error code, message)."""
+    body = (array([topic], lambda t: string(t) + i32(nparts) + i16(replication_factor) + array([]) +
                   array(list(configs), lambda c: string(c[0]) + string(c[1]))) + i32(timeout_ms) + i8(0))
     r = call(port, 19, 1, body)
     return parse_create_topics_v1(r.d[r.p:])[topic]
 
 
-def find_coordinator_error(port, key, key_type=0):
-    """FindCoordinator v1 for key (key_type 0: group, 1: transactional id) -> its error code."""
+def find_coordinator(port, key, key_type=0):
+    """FindCoordinator v1 for key (key_type 0: group, 1: transactional id) -> (error code, node id, port)."""
     r = call(port, 10, 1, string(key) + i8(key_type))
     r.i32()
-    return r.i16()
+    err = r.i16()
+    r.string()
+    node = r.i32()
+    r.string()
+    return err, node, r.i32()
+
+
+def find_coordinator_error(port, key, key_type=0):
+    """FindCoordinator v1 for key (key_type 0: group, 1: transactional id) -> its error code."""
+    return find_coordinator(port, key, key_type)[0]
+
+
+def partition_leaders(port, topic):
+    """Metadata v1 of topic at port -> {partition: leader node id}; {} while the topic has an error."""
+    r = call(port, 3, 1, metadata_v1_body([topic]))
+    err, parts = parse_metadata_v1(r.d[r.p:])["topics"][topic]
+    return {idx: leader for _e, idx, leader in parts} if err == 0 else {}
+
+
+def java_hash(s):
+    """Java's String.hashCode: 31*h + c over UTF-16 code units, as a signed 32-bit int."""
+    b = s.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(b), 2):
+        h = (31 * h + int.from_bytes(b[i:i + 2], "big")) & 0xffffffff
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinator_partition(key, n):
+    """The __consumer_offsets / __transaction_state partition of a group or transactional id
+    among n, as Kafka computes it: Utils.abs(key.hashCode()) % n, with abs(MIN_VALUE) = 0."""
+    h = java_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % n
 
 
 def metadata_topic_error(port, topic):

@@ -31,6 +31,40 @@ def http_get(port, path, method="GET", timeout_s=5.0):
         return e.code, e.read()
 
 
+def scrape(port):
+    """/metrics of 127.0.0.1:port as {(name, ((label, value), ...)): float}, labels sorted."""
+    import re
+    status, body = http_get(port, "/metrics")
+    if status != 200:
+        raise AssertionError("/metrics answered %d" % status)
+    out = {}
+    for line in body.decode().split("\n"):
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$', line)
+        if not m:
+            raise AssertionError("not an exposition line: %r" % line)
+        labels = tuple(sorted(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(2) or "")))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def sample(metrics, name, **labels):
+    """One series of a scrape (scrape()), or None if absent."""
+    return metrics.get((name, tuple(sorted((k, str(v)) for k, v in labels.items()))))
+
+
+def promtool_check(port):
+    """`promtool check metrics` accepts the exposition of 127.0.0.1:port; raises with its complaint if not."""
+    status, body = http_get(port, "/metrics")
+    if status != 200:
+        raise AssertionError("/metrics answered %d" % status)
+    p = subprocess.run(["promtool", "check", "metrics"], input=body, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=30)
+    if p.returncode != 0:
+        raise AssertionError("promtool check metrics: exit %d: %s" % (p.returncode, p.stdout.decode()[-2000:]))
+
+
 def raw_exchange(port, data, timeout_s=5.0):
     """Sends raw bytes, returns what came back until close or timeout (b"" if closed at once)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)

@@ -2,13 +2,17 @@
 DescribeProducers v0, DescribeTransactions v0, ListTransactions v0-1,
 WriteTxnMarkers v0-1, and what it takes to open transactions by hand:
 AddPartitionsToTxn v0, Produce v3 with a transactional id, AddOffsetsToTxn
-v0, TxnOffsetCommit v0, OffsetFetch v7 (RequireStable).  Built on
-idemwire.Client (framing, InitProducerId).
+v0, TxnOffsetCommit v0, EndTxn v0, OffsetFetch v7 (RequireStable).  Built
+on idemwire.Client (framing, InitProducerId).  unanswered() checks that a
+call gets no answer for a while (its replicas stopped) and gives it later.
 
 Flexible versions use compact strings and arrays (unsigned varint length+1)
 and an empty tagged-field section after every struct; see
 /work/shared/PROTOCOL-NOTES.md section 5 and docs/schema-format.md.
 """
+
+import threading
+import time
 
 import kwire as kw
 from idemwire import Client as _IdemClient, compact_nstring, uvarint
@@ -172,6 +176,28 @@ class Client(_IdemClient):
             out.update(dict(parts))
         return out
 
+    def verify_partitions(self, txn_id, pid, epoch, topic, partitions):
+        """AddPartitionsToTxn v4 VerifyOnly (a partition leader asking the coordinator, KIP-890) of
+        one transaction -> (top-level error, [(partition, error)]); no results after a top-level error."""
+        u = uvarint
+        body = (u(2) + compact_nstring(txn_id) + kw.i64(pid) + kw.i16(epoch) + kw.i8(1) +
+                u(2) + compact_nstring(topic) + u(len(partitions) + 1) +
+                b"".join(kw.i32(p) for p in partitions) + u(0) + u(0) + u(0))
+        r = self.call(24, 4, body, flexible=True)
+        r.i32()
+        top = r.i16()
+        out = []
+        for _ in range(r_uvarint(r) - 1):
+            r_cstring(r)  # transactional id
+            for _ in range(r_uvarint(r) - 1):
+                r_cstring(r)  # topic
+                for _ in range(r_uvarint(r) - 1):
+                    out.append((r.i32(), r.i16()))
+                    r_tags(r)
+                r_tags(r)
+            r_tags(r)
+        return top, out
+
     def add_offsets(self, txn_id, pid, epoch, group):
         """AddOffsetsToTxn v0 -> error"""
         r = self.call(25, 0, kw.string(txn_id) + kw.i64(pid) + kw.i16(epoch) + kw.string(group))
@@ -186,6 +212,12 @@ class Client(_IdemClient):
         r = self.call(28, 0, body)
         r.i32()
         return r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16()))))[0][1][0][1]
+
+    def end_txn(self, txn_id, pid, epoch, commit):
+        """EndTxn v0 -> error"""
+        r = self.call(26, 0, kw.string(txn_id) + kw.i64(pid) + kw.i16(epoch) + kw.i8(1 if commit else 0))
+        r.i32()
+        return r.i16()
 
     def offset_fetch_stable(self, group, topic, partition):
         """OffsetFetch v7 with RequireStable, one partition -> (error, committed offset)"""
@@ -207,3 +239,35 @@ class Client(_IdemClient):
         _, parts = r_carray(r, topic_)[0]
         _, offset, _, _, err = parts[0]
         return err, offset
+
+
+def coordinator(port, key, key_type, timeout_s=30):
+    """FindCoordinator v1 (key_type 0 group, 1 transactional id) until it answers -> the node id."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        err, node, _port = kw.find_coordinator(port, key, key_type)
+        if err == 0:
+            return node
+        if time.monotonic() > deadline:
+            raise AssertionError("no coordinator for '%s' within %.0f s (error %d)" % (key, timeout_s, err))
+        time.sleep(0.1)
+
+
+def unanswered(call, wait_s):
+    """Runs call() (one Client call, on a connection used for nothing else) in a thread and checks that it is
+    still unanswered after wait_s; returns a function that waits (at most its argument, in s) for its
+    result and returns it."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(call()), daemon=True)
+    t.start()
+    t.join(wait_s)
+    if not t.is_alive():
+        raise AssertionError("answered within %.0f s (%r) while the in-sync replicas lacked its write"
+                             % (wait_s, out[0] if out else "an error"))
+
+    def result(timeout_s):
+        t.join(timeout_s)
+        if not out:
+            raise AssertionError("no answer within %.0f s after the replicas were resumed" % timeout_s)
+        return out[0]
+    return result

@@ -52,18 +52,27 @@ class ZooKeeper:
             if self.proc.poll() is not None:
                 raise AssertionError("zookeeper exited with %d during start-up\n%s"
                                      % (self.proc.returncode, self.log_tail()))
-            if self._ruok():
+            if self._serving():
                 return self
             time.sleep(0.1)
         raise AssertionError("zookeeper not serving on %s within %.0fs\n%s"
                              % (self.connect, START_TIMEOUT_S, self.log_tail()))
 
-    def _ruok(self):
+    def _serving(self):
+        """True once the server serves sessions: "srvr" reports its mode. "ruok" answers
+        imok earlier, while the database is still loading, and a session asked for then
+        was held unanswered until the client gave up (kazoo: 10 s)."""
         import socket
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
-                s.sendall(b"ruok")
-                return s.recv(16) == b"imok"
+                s.sendall(b"srvr")
+                out = b""
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    out += chunk
+                return b"Mode:" in out
         except OSError:
             return False
 
@@ -79,9 +88,13 @@ class ZooKeeper:
         self.proc = None
 
     def client(self, timeout_s=10):
-        """A started kazoo client (stopped at cleanup)."""
+        """A started kazoo client (stopped at cleanup). It retries a lost
+        connection every second at most: kazoo's own backoff grows to a
+        minute, so after a ZooKeeper restart longer than a few seconds it
+        came back only once the server had expired its session."""
         from kazoo.client import KazooClient
-        c = KazooClient(hosts=self.connect, timeout=timeout_s)
+        c = KazooClient(hosts=self.connect, timeout=timeout_s,
+                        connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0})
         c.start(timeout=timeout_s)
         self._clients.append(c)
         return c
@@ -131,32 +144,68 @@ def cluster_brokers(connect, ids, chroot="", **overrides):
     return [cluster_broker(connect, i, chroot, **overrides) for i in ids]
 
 
+def with_metrics(ports):
+    """A running_cluster setup: each broker gets a metrics listener on a free port, ports[id]."""
+    def setup(broker_id, b):
+        ports[broker_id] = free_port()
+        b.overrides["metrics.listener"] = "http://127.0.0.1:%d" % ports[broker_id]
+    return setup
+
+
+def with_sasl(ports, mechanisms):
+    """A running_cluster setup: each broker gets a SASL_PLAINTEXT listener on a free port,
+    ports[id], beside its PLAINTEXT one, with these SCRAM/PLAIN mechanisms enabled and no
+    failed-authentication delay."""
+    def setup(broker_id, b):
+        ports[broker_id] = free_port()
+        b.overrides.update({
+            "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d" % (b.port, ports[broker_id]),
+            "sasl.enabled.mechanisms": mechanisms,
+            "connection.failed.authentication.delay.ms": "0"})
+    return setup
+
+
 @contextlib.contextmanager
-def running_cluster(ids=(1, 2, 3), chroot="", **overrides):
+def running_cluster(ids=(1, 2, 3), chroot="", setup=None, **overrides):
     """ZooKeeper, a kazoo client of it and one started broker per id (cluster_broker's
-    overrides), once all are registered and a controller is elected: yields (zk, zc, brokers).
+    overrides; setup(id, broker), if given, may change a broker's overrides before it
+    starts: with_metrics, with_sasl), once all are registered, a controller is elected and every broker's
+    Metadata lists them all with the controller (a broker that registered last may not
+    have heard of the others yet, and would assign a new topic over fewer brokers or
+    refuse it): yields (zk, zc, brokers).
     On a clean exit every broker still running must stop with exit status 0; on any failure
     every broker's log is printed; their data dirs go either way."""
-    with ZooKeeper() as zk:
-        brokers = []
-        try:
-            zc = zk.client()
-            brokers = [cluster_broker(zk.connect, i, chroot, **overrides) for i in ids]
-            want = sorted(int(i) for i in ids)
-            gregor.wait_until(lambda: zc.exists(chroot + "/controller") and
-                              sorted(int(c) for c in zc.get_children(chroot + "/brokers/ids")) == want, 20,
-                              "%d brokers registered and a controller" % len(want))
-            yield zk, zc, brokers
-            for b in brokers:
-                if b.alive():
-                    gregor.eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
-        except BaseException:
-            for b in brokers:
-                b.dump_log()
-            raise
-        finally:
-            for b in brokers:
-                b.cleanup(keep=False)
+    with ZooKeeper() as zk, logs_on_failure([]) as brokers:
+        zc = zk.client()
+        for i in ids:
+            brokers.append(cluster_broker(zk.connect, i, chroot, start=False, **overrides))
+            if setup:
+                setup(i, brokers[-1])
+            brokers[-1].start()
+        want = sorted(int(i) for i in ids)
+        gregor.wait_until(lambda: zc.exists(chroot + "/controller") and
+                          sorted(int(c) for c in zc.get_children(chroot + "/brokers/ids")) == want, 20,
+                          "%d brokers registered and a controller" % len(want))
+        wait_listed(brokers, controller=True)
+        yield zk, zc, brokers
+        for b in brokers:
+            if b.alive():
+                gregor.eq(b.stop(), 0, "exit status of %s" % b.bootstrap)
+
+
+@contextlib.contextmanager
+def logs_on_failure(brokers):
+    """Yields brokers (a list the body may add to); if the body fails every broker's log is
+    printed, and their data dirs go either way."""
+    try:
+        yield brokers
+    except BaseException:
+        for b in brokers:
+            b.dump_log()
+        raise
+    finally:
+        for b in brokers:
+            b.cleanup(keep=False)
 
 
 def cpu_seconds(pid):
@@ -166,13 +215,16 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def wait_listed(brokers, timeout_s=20):
+def wait_listed(brokers, timeout_s=20, controller=False):
     """Waits (bounded) until the Metadata of every broker in brokers lists all of them,
-    so that a topic created next is assigned over every one."""
+    so that a topic created next is assigned over every one; with controller=True also
+    until each names a controller (librdkafka's AdminClient sends CreateTopics there and,
+    given a Metadata without one, may wait longer than a test does)."""
     import kwire
 
     def listed(b):
         r = kwire.call(b.port, 3, 1, kwire.metadata_v1_body([]))
-        return len(kwire.parse_metadata_v1(r.d[r.p:])["brokers"]) == len(brokers)
+        md = kwire.parse_metadata_v1(r.d[r.p:])
+        return len(md["brokers"]) == len(brokers) and (not controller or md["controller_id"] >= 0)
     gregor.wait_until(lambda: all(listed(b) for b in brokers), timeout_s,
                       "every broker's Metadata lists the %d brokers" % len(brokers))

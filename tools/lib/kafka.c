@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "opt.h"
@@ -96,9 +97,81 @@ rd_kafka_conf_t *kafka_conf_new(const char *bootstrap)
 	return conf;
 }
 
+/* The value of option name ("name=\"v\"" or name=v) in a JAAS entry, into out; false if absent. */
+static bool kafka_jaas_option(const char *jaas, const char *name, char *out, size_t outlen)
+{
+	size_t n = strlen(name), o = 0;
+
+	for (const char *p = strstr(jaas, name); p; p = strstr(p + 1, name)) {
+		const char *v = p + n;
+
+		if ((p != jaas && !isspace((unsigned char)p[-1])) || *v != '=')
+			continue;
+		v++;
+		if (*v == '"')
+			for (v++; *v && *v != '"' && o + 1 < outlen; v++)
+				out[o++] = *v == '\\' && v[1] ? *++v : *v;
+		else
+			for (; *v && !isspace((unsigned char)*v) && *v != ';' && o + 1 < outlen; v++)
+				out[o++] = *v;
+		out[o] = '\0';
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Kafka's Java client property names librdkafka spells otherwise (PEM
+ * files only).  Returns 1 when key was one of them (*err: 0 or -EINVAL),
+ * 0 for any other key.
+ */
+static int kafka_conf_java(rd_kafka_conf_t *conf, const char *key, const char *val, int *err)
+{
+	static const char *const renamed[][2] = {
+		{ "ssl.truststore.location", "ssl.ca.location" },
+		{ "ssl.truststore.certificates", "ssl.ca.pem" },
+		{ "ssl.keystore.certificate.chain", "ssl.certificate.pem" },
+		{ "ssl.keystore.key", "ssl.key.pem" },
+	};
+	char user[256], pass[256];
+
+	*err = 0;
+	for (size_t i = 0; i < sizeof(renamed) / sizeof(renamed[0]); i++)
+		if (!strcmp(key, renamed[i][0]))
+			return *err = kafka_conf_set(conf, renamed[i][1], val), 1;
+	if (!strcmp(key, "ssl.truststore.type") || !strcmp(key, "ssl.keystore.type")) {
+		if (strcasecmp(val, "PEM")) {
+			fprintf(stderr, "%s: property \"%s\": only PEM is supported, not %s\n", opt_prog(), key, val);
+			*err = -EINVAL;
+		}
+		return 1;
+	}
+	if (!strcmp(key, "ssl.truststore.password"))
+		return 1;                          /* a PEM truststore has none */
+	if (!strcmp(key, "ssl.keystore.location")) /* PEM: the key and the certificate chain in one file */
+		return *err = kafka_conf_set(conf, "ssl.certificate.location", val)
+				      ?: kafka_conf_set(conf, "ssl.key.location", val),
+		       1;
+	if (!strcmp(key, "ssl.endpoint.identification.algorithm") && !*val)
+		return *err = kafka_conf_set(conf, key, "none"), 1;
+	if (!strcmp(key, "sasl.jaas.config")) {
+		if (!kafka_jaas_option(val, "username", user, sizeof(user)) ||
+		    !kafka_jaas_option(val, "password", pass, sizeof(pass))) {
+			fprintf(stderr, "%s: property \"%s\": no username=\"...\" password=\"...\" options\n",
+				opt_prog(), key);
+			*err = -EINVAL;
+			return 1;
+		}
+		*err = kafka_conf_set(conf, "sasl.username", user) ?: kafka_conf_set(conf, "sasl.password", pass);
+		return 1;
+	}
+	return 0;
+}
+
 int kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *val)
 {
 	char errstr[512];
+	int err;
 
 	if (!strcmp(key, "default.api.timeout.ms")) {
 		char *end;
@@ -111,6 +184,8 @@ int kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *val)
 		timeout_ms = (int)v;
 		return 0;
 	}
+	if (kafka_conf_java(conf, key, val, &err))
+		return err;
 	if (!strcmp(key, "debug"))
 		debug_on = true;
 	if (rd_kafka_conf_set(conf, key, val, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {

@@ -15,6 +15,14 @@
  *     if (kafka_wait_broker(rk) != 0)                       // message already printed
  *             exit(1);
  *
+ * Kafka client property files work as they are: the Java names librdkafka
+ * spells otherwise are translated (ssl.truststore.location -> ssl.ca.location,
+ * a PEM ssl.keystore.location -> ssl.certificate.location and ssl.key.location,
+ * ssl.truststore.certificates / ssl.keystore.certificate.chain / ssl.keystore.key
+ * -> ssl.ca.pem / ssl.certificate.pem / ssl.key.pem, sasl.jaas.config's
+ * username and password -> sasl.username and sasl.password); non-PEM store
+ * types are refused. security.protocol and sasl.mechanism are librdkafka's too.
+ *
  * Timeout. Every bounded wait here (broker reachable, admin results) uses
  * kafka_timeout_ms(): 10000 ms unless a properties source sets Kafka's
  * client key `default.api.timeout.ms`, which is consumed here and not passed

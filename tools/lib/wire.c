@@ -5,26 +5,45 @@
  * into the caller's arena (bounded by WIRE_FRAME_MAX) because the decoded
  * structs point into them. Timeouts are SO_SNDTIMEO/SO_RCVTIMEO, which
  * Linux also applies to connect().
+ *
+ * Security follows the librdkafka handle's own configuration (what
+ * --command-config gave it): security.protocol SSL / SASL_SSL wrap the
+ * socket in OpenSSL's TLS (ssl.ca.location, ssl.certificate.location,
+ * ssl.key.location, host name checked unless
+ * ssl.endpoint.identification.algorithm=none); SASL_PLAINTEXT / SASL_SSL
+ * authenticate with SaslHandshake v1 and SaslAuthenticate (sasl.mechanisms
+ * PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; sasl.username, sasl.password) after
+ * ApiVersions, as librdkafka does.
  */
 #include "wire.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include "kafka.h"
 #include "opt.h"
 #include "proto/header.h"
+#include "proto/kerr.h"
+#include "login.h"
 
 #define WIRE_FRAME_MAX (100 << 20) /* Kafka's socket.request.max.bytes default */
 
 struct wire {
 	int fd;
+	SSL_CTX *ctx; /* SSL, SASL_SSL: the TLS session */
+	SSL *ssl;
 	int32_t node_id;
 	int32_t corr;                        /* last correlation id sent */
 	char addr[300];                      /* host:port, for messages */
@@ -66,8 +85,12 @@ static int wire_connect(const char *host, int port, int *fd_out)
 static int wire_xfer(struct wire *wc, uint8_t *p, size_t len, bool out)
 {
 	while (len > 0) {
-		ssize_t n = out ? send(wc->fd, p, len, MSG_NOSIGNAL) : recv(wc->fd, p, len, 0);
+		ssize_t n = wc->ssl ? (out ? SSL_write(wc->ssl, p, (int)len) : SSL_read(wc->ssl, p, (int)len))
+			    : out   ? send(wc->fd, p, len, MSG_NOSIGNAL)
+				    : recv(wc->fd, p, len, 0);
 
+		if (wc->ssl && n <= 0)
+			return out ? -EPIPE : -ECONNRESET;
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -182,8 +205,102 @@ static void wire_node_addr(rd_kafka_t *rk, int32_t node_id, char *host, size_t s
 		kafka_die("broker %d is not in the cluster metadata", node_id);
 }
 
+/* The handle's value of a librdkafka property into out ("" if unset). */
+static const char *wire_conf(rd_kafka_t *rk, const char *name, char *out, size_t size)
+{
+	size_t n = size;
+
+	if (rd_kafka_conf_get(rd_kafka_conf(rk), name, out, &n) != RD_KAFKA_CONF_OK)
+		out[0] = '\0';
+	return out;
+}
+
+/* SNI and the name (or IP address) the certificate must carry when check; false on failure. */
+static bool wire_tls_peer(SSL *ssl, const char *host, bool check)
+{
+	unsigned char ip[16];
+	bool literal = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
+
+	if (!literal && SSL_set_tlsext_host_name(ssl, host) != 1)
+		return false;
+	if (!check)
+		return true;
+	return literal ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 : SSL_set1_host(ssl, host) == 1;
+}
+
+/* TLS over wc->fd to host, with the handle's ssl.* files.  Exits 1 on failure. */
+static void wire_tls(struct wire *wc, rd_kafka_t *rk, const char *host)
+{
+	char ca[1024], cert[1024], key[1024], ident[16];
+
+	wc->ctx = SSL_CTX_new(TLS_client_method());
+	if (!wc->ctx)
+		kafka_die("cannot make a TLS context");
+	wire_conf(rk, "ssl.ca.location", ca, sizeof(ca));
+	wire_conf(rk, "ssl.certificate.location", cert, sizeof(cert));
+	wire_conf(rk, "ssl.key.location", key, sizeof(key));
+	wire_conf(rk, "ssl.endpoint.identification.algorithm", ident, sizeof(ident));
+	if (*ca ? SSL_CTX_load_verify_locations(wc->ctx, ca, NULL) != 1
+		: SSL_CTX_set_default_verify_paths(wc->ctx) != 1)
+		kafka_die("ssl.ca.location '%s': cannot load it", ca);
+	if (*cert && (SSL_CTX_use_certificate_chain_file(wc->ctx, cert) != 1 ||
+		      SSL_CTX_use_PrivateKey_file(wc->ctx, *key ? key : cert, SSL_FILETYPE_PEM) != 1))
+		kafka_die("ssl.certificate.location '%s' / ssl.key.location '%s': cannot load them", cert, key);
+	SSL_CTX_set_verify(wc->ctx, SSL_VERIFY_PEER, NULL);
+	wc->ssl = SSL_new(wc->ctx);
+	if (!wc->ssl || SSL_set_fd(wc->ssl, wc->fd) != 1 || !wire_tls_peer(wc->ssl, host, strcmp(ident, "none")))
+		kafka_die("cannot set up TLS to %s", wc->addr);
+	if (SSL_connect(wc->ssl) != 1) {
+		char why[256];
+
+		ERR_error_string_n(ERR_get_error(), why, sizeof(why));
+		kafka_die("TLS handshake with broker %d (%s) failed: %s", wc->node_id, wc->addr, why);
+	}
+}
+
+/* SaslHandshake v1 and SaslAuthenticate with the handle's mechanism and credentials.  Exits 1 on failure. */
+static void wire_sasl(struct wire *wc, rd_kafka_t *rk)
+{
+	char mech[64], user[256], pass[256], out[1024];
+	struct SaslHandshakeRequest hreq;
+	struct SaslHandshakeResponse hresp;
+	struct SaslAuthenticateRequest areq;
+	struct SaslAuthenticateResponse aresp = { 0 };
+	struct login sc;
+	struct arena a;
+	size_t outlen = 0;
+	int r;
+
+	wire_conf(rk, "sasl.mechanisms", mech, sizeof(mech));
+	if (login_init(&sc, mech, wire_conf(rk, "sasl.username", user, sizeof(user)),
+		       wire_conf(rk, "sasl.password", pass, sizeof(pass))))
+		kafka_die("sasl.mechanism %s is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", mech);
+	arena_init(&a, 0);
+	SaslHandshakeRequest_init(&hreq);
+	hreq.Mechanism = kstr_c(mech);
+	wire_call(wc, API_SaslHandshake, 1, &hreq, &hresp, &a);
+	if (hresp.ErrorCode)
+		kafka_die("broker %d (%s) refuses SASL mechanism %s (%s)", wc->node_id, wc->addr, mech,
+			  kafka_err_name(hresp.ErrorCode));
+	while ((r = login_step(&sc, aresp.AuthBytes.p, aresp.AuthBytes.len > 0 ? (size_t)aresp.AuthBytes.len : 0, out,
+			       sizeof(out), &outlen)) == 0) {
+		SaslAuthenticateRequest_init(&areq);
+		areq.AuthBytes = (struct bytes){ (const uint8_t *)out, (int32_t)outlen };
+		wire_call(wc, API_SaslAuthenticate, wire_version(wc, API_SaslAuthenticate, 1), &areq, &aresp, &a);
+		if (aresp.ErrorCode)
+			kafka_die("SASL authentication with broker %d (%s) failed: %.*s (%s)", wc->node_id, wc->addr,
+				  aresp.ErrorMessage.len > 0 ? aresp.ErrorMessage.len : 0,
+				  aresp.ErrorMessage.p ? aresp.ErrorMessage.p : "", kafka_err_name(aresp.ErrorCode));
+	}
+	if (r < 0)
+		kafka_die("SASL authentication with broker %d (%s): the broker's answer does not verify", wc->node_id,
+			  wc->addr);
+	arena_release(&a);
+}
+
 struct wire *wire_open(rd_kafka_t *rk, int32_t node_id)
 {
+	char proto[32];
 	struct wire *wc = calloc(1, sizeof(*wc));
 	struct ApiVersionsRequest req;
 	char host[256];
@@ -197,12 +314,17 @@ struct wire *wire_open(rd_kafka_t *rk, int32_t node_id)
 	err = wire_connect(host, port, &wc->fd);
 	if (err)
 		kafka_die("cannot connect to broker %d at %s: %s", node_id, wc->addr, wire_errstr(err));
+	wire_conf(rk, "security.protocol", proto, sizeof(proto));
+	if (!strcasecmp(proto, "ssl") || !strcasecmp(proto, "sasl_ssl"))
+		wire_tls(wc, rk, host);
 	arena_init(&wc->arena, 0);
 	ApiVersionsRequest_init(&req);
 	wire_call(wc, API_ApiVersions, 0, &req, &wc->versions, &wc->arena);
 	if (wc->versions.ErrorCode)
 		kafka_die("ApiVersions to broker %d (%s): %s", node_id, wc->addr,
 			  kafka_err_name(wc->versions.ErrorCode));
+	if (!strncasecmp(proto, "sasl_", 5))
+		wire_sasl(wc, rk);
 	return wc;
 }
 
@@ -210,6 +332,11 @@ void wire_close(struct wire *wc)
 {
 	if (!wc)
 		return;
+	if (wc->ssl) {
+		SSL_shutdown(wc->ssl);
+		SSL_free(wc->ssl);
+	}
+	SSL_CTX_free(wc->ctx);
 	close(wc->fd);
 	arena_release(&wc->arena);
 	free(wc);

@@ -19,7 +19,7 @@
  *     ... read resp (strings are views into frames held by a) ...
  *     arena_release(&a);  wire_close(wc);
  *
- * Plaintext connections only (the listener security Gregor has). Every
+ * Security (TLS, SASL) is the librdkafka handle's (wire.c). Every
  * send and receive is bounded by kafka_timeout_ms(). Failures (connect,
  * timeout, a closed connection, a response that does not decode, no common
  * version) print "<prog>: <what>" and exit 1, like the rest of tools/lib.

@@ -4,7 +4,8 @@
  * LeaveGroup, static member replacement, MEMBER_ID_REQUIRED, commit
  * checks, DeleteGroups rules, static members kept through a join timeout,
  * and reloading groups and offsets from the
- * __consumer_offsets partition they were written to.
+ * __consumer_offsets partition they were written to (also from another
+ * partition, where an older partition function put them).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -372,9 +373,75 @@ static void test_txn_offsets(void **state)
 	assert_int_equal(group_txn_stage(fx->gc, grp, 77, &o, 1), 0);
 	assert_null(group_store_offset_get(group_offsets(grp), KSTR("t"), 0));
 	assert_true(group_store_offset_pending(group_offsets(grp), KSTR("t"), 0));
-	group_txn_complete(fx->gc, 77, true);
+	group_txn_complete(fx->gc, group_coord_partition(fx->gc, KSTR("tg")) + 1, 77, true);
+	assert_true(group_store_offset_pending(group_offsets(grp), KSTR("t"), 0)); /* another partition's marker */
+	group_txn_complete(fx->gc, group_coord_partition(fx->gc, KSTR("tg")), 77, true);
 	assert_false(group_store_offset_pending(group_offsets(grp), KSTR("t"), 0));
 	assert_int_equal(group_store_offset_get(group_offsets(grp), KSTR("t"), 0)->offset, 9);
+}
+
+/* Three partitions; with legacy set, partition 0 is reached as partition 2 (where masking the hash put "my-group"). */
+struct fx3 {
+	struct part *parts[3];
+	bool legacy;
+};
+
+static struct part *fx3_part(void *arg, int32_t partition)
+{
+	struct fx3 *f = arg;
+
+	if (partition < 0 || partition > 2)
+		return NULL;
+	return f->parts[f->legacy && partition == 0 ? 2 : partition];
+}
+
+/* Opens the three partitions (their high watermarks at their log ends), loads, commits offset (>= 0), closes. */
+static int64_t fx3_commit_reload(struct fx *fx, struct fx3 *f, int64_t offset)
+{
+	struct group_offset o = { .topic = "t", .partition = 0, .offset = offset, .leader_epoch = -1, .metadata = "" };
+	struct group_coord *gc;
+	struct group *grp = NULL;
+	struct part *part;
+	const struct group_offset *got;
+	struct part_cfg pc;
+	char dir[128];
+	int64_t loaded;
+
+	part_cfg_default(&pc);
+	for (int i = 0; i < 3; i++) {
+		snprintf(dir, sizeof(dir), "%s/x-%d", fx->root, i);
+		assert_int_equal(part_open(dir, &pc, -1, 0, &f->parts[i]), 0);
+	}
+	assert_int_equal(group_coord_new(fx->loop, &cfg, &ops, &gc), 0);
+	assert_int_equal(group_coord_attach(gc, &(struct coord_topic){ fx3_part, f, 3 }), 0);
+	grp = group_find(gc, KSTR("my-group"));
+	got = grp ? group_store_offset_get(group_offsets(grp), KSTR("t"), 0) : NULL;
+	loaded = got ? got->offset : -1;
+	if (offset >= 0) {
+		assert_int_equal(group_commit_check(gc, KSTR("my-group"), KSTR(""), KSTR_NULL, -1, &grp), KERR_NONE);
+		assert_int_equal(group_commit(gc, grp, &o, 1, &part), 0);
+	}
+	group_coord_free(gc);
+	for (int i = 0; i < 3; i++)
+		part_close(f->parts[i]);
+	return loaded;
+}
+
+/*
+ * Offsets written where an older partition function put a group (another
+ * partition than Kafka's) are replayed before the group's own partition,
+ * so a newer commit there wins after a restart.
+ */
+static void test_legacy_placement(void **state)
+{
+	struct fx *fx = *state;
+	struct fx3 f = { .legacy = true };
+
+	assert_int_equal(fx3_commit_reload(fx, &f, 5), -1); /* written to partition 2 */
+	f.legacy = false;
+	assert_int_equal(fx3_commit_reload(fx, &f, 9), 5); /* read back from 2, written to 0 */
+	assert_int_equal(fx3_commit_reload(fx, &f, -1), 9);
+	assert_int_equal(fx3_commit_reload(fx, &f, -1), 9);
 }
 
 int main(void)
@@ -386,6 +453,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_static_kept_after_join_timeout, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_offsets_and_reload, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_txn_offsets, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_legacy_placement, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,7 @@
 #include "../tmpdir.h"
 
 #include "coord/txn.h"
+#include "coord/txn_store.h"
 #include "log/partition.h"
 #include "log/pstate.h"
 #include "proto/kerr.h"
@@ -37,7 +38,9 @@ struct fx {
 	struct part *data;  /* the transaction's partition "data-0" */
 	struct part *data1; /* "data-1" */
 	bool data_offline;
-	struct part *dirty[3]; /* written since the last successful round */
+	int replicated;         /* what op_replicated answers: 1 (a single node), 0 waiting, -errno failed */
+	int64_t replicated_end; /* the end it was last asked about */
+	struct part *dirty[3];  /* written since the last successful round */
 	int ndirty;
 	uint64_t next_ticket; /* last ticket handed out */
 	uint64_t done;        /* rounds done up to this */
@@ -77,11 +80,22 @@ static int op_new_pid(void *arg, int64_t *id)
 	return 0;
 }
 
-static void op_offsets(void *arg, int64_t producer_id, bool commit)
+static void op_offsets(void *arg, int32_t partition, int64_t producer_id, bool commit)
 {
 	(void)arg;
+	(void)partition;
 	(void)producer_id;
 	(void)commit;
+}
+
+static int op_replicated(void *arg, const char *topic, int32_t partition, int64_t end)
+{
+	struct fx *fx = arg;
+
+	(void)topic;
+	(void)partition;
+	fx->replicated_end = end;
+	return fx->replicated;
 }
 
 static uint64_t op_written(void *arg, struct part *part)
@@ -126,7 +140,8 @@ static struct part *fx_store_part(void *arg, int32_t partition)
 
 static void fx_coord(struct fx *fx)
 {
-	static const struct txn_coord_ops ops = { op_part, op_new_pid, op_offsets, op_written, op_synced };
+	static const struct txn_coord_ops ops = { op_part,   op_new_pid,    op_offsets, op_written,
+						  op_synced, op_replicated, NULL };
 	struct txn_coord_cfg cfg = { 900000, 10000, 604800000, 3600000 };
 
 	assert_int_equal(txn_coord_new(fx->loop, &cfg, &ops, fx, &fx->tc), 0);
@@ -153,6 +168,7 @@ static int fx_setup(void **state)
 	struct fx *fx = calloc(1, sizeof(*fx));
 
 	tmpdir_make(fx->root, sizeof(fx->root), "txn");
+	fx->replicated = 1;
 	assert_int_equal(loop_new(&fx->loop), 0);
 	fx_open_all(fx);
 	fx_coord(fx);
@@ -239,6 +255,40 @@ static void test_order(void **state)
 			 KERR_INVALID_PRODUCER_ID_MAPPING);
 	assert_int_equal(txn_verify_partition(fx->tc, KSTR("nobody"), pid, epoch, KSTR("data"), 0),
 			 KERR_INVALID_PRODUCER_ID_MAPPING);
+}
+
+/*
+ * Cluster mode: a marker written here counts only once its partition's
+ * high watermark passes it; a wait that cannot succeed (leadership moved)
+ * writes it again.
+ */
+static void test_marker_replicated(void **state)
+{
+	struct fx *fx = *state;
+	int64_t pid;
+	int16_t epoch;
+
+	fx_sync(fx, true);
+	fx->replicated = 0;
+	assert_true(fx_commit(fx, &pid, &epoch));
+	fx_sync(fx, true);
+	assert_int_equal(part_log_end_offset(fx->data), 1); /* the marker */
+	fx_sync(fx, true);
+	assert_int_equal(fx->replicated_end, 1);
+	assert_int_equal(fx_state(fx), TXN_PREPARE_COMMIT); /* durable here, not on the in-sync replicas */
+	assert_int_equal(fx->done_calls, 0);
+	fx_sync(fx, true);
+	assert_int_equal(fx_state(fx), TXN_PREPARE_COMMIT);
+	fx->replicated = -ENOTCONN; /* no longer the leader: written again */
+	txn_coord_on_synced(fx->tc);
+	txn_coord_retry(fx->tc);
+	assert_int_equal(part_log_end_offset(fx->data), 2);
+	fx->replicated = 1;
+	fx_sync(fx, true);
+	assert_int_equal(fx->replicated_end, 2);
+	assert_int_equal(fx_state(fx), TXN_COMPLETE_COMMIT);
+	assert_int_equal(fx->done_calls, 1);
+	assert_int_equal(fx->done_err, KERR_NONE);
 }
 
 static void test_failed_sync_retried(void **state)
@@ -357,15 +407,74 @@ static void test_expire(void **state)
 	assert_true(txn_describe(fx->tc, KSTR("open"), &ti));
 }
 
+/* Three __transaction_state partitions; with legacy set, partition 0 is reached as 2 (where masking put "my-group"). */
+struct fx3 {
+	struct fx *fx;
+	struct part *parts[3];
+	bool legacy;
+	int64_t last_pid; /* what the load left for "my-group" (-1 none) */
+};
+
+static struct part *fx3_part(void *arg, int32_t partition)
+{
+	struct fx3 *f = arg;
+
+	if (partition < 0 || partition > 2)
+		return NULL;
+	return f->parts[f->legacy && partition == 0 ? 2 : partition];
+}
+
+static void fx3_on_record(void *arg, struct kstr id, const struct txn_store_value *v)
+{
+	struct fx3 *f = arg;
+
+	if (kstr_eq(id, KSTR("my-group")))
+		f->last_pid = v ? v->producer_id : -1;
+}
+
+/* Opens the partitions (high watermarks at their log ends), loads, writes pid (>= 0) for "my-group", closes. */
+static int64_t fx3_write_reload(struct fx3 *f, int64_t pid)
+{
+	struct coord_topic ct = { fx3_part, f, 3 };
+	struct txn_store_value v = { .producer_id = pid, .timeout_ms = 60000, .status = TXN_EMPTY };
+	struct part *part;
+	char name[16];
+
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "ts-%d", i);
+		f->parts[i] = fx_open(f->fx, name);
+	}
+	f->last_pid = -1;
+	assert_int_equal(txn_store_load(&ct, fx3_on_record, f), 0);
+	if (pid >= 0)
+		assert_int_equal(txn_store_write(&ct, KSTR("my-group"), &v, 1, &part), 0);
+	for (int i = 0; i < 3; i++)
+		part_close(f->parts[i]);
+	return f->last_pid;
+}
+
+/* A transactional id's newer record in its own partition wins over one an older partition function put elsewhere. */
+static void test_legacy_placement(void **state)
+{
+	struct fx3 f = { .fx = *state, .legacy = true };
+
+	assert_int_equal(fx3_write_reload(&f, 5), -1); /* written to partition 2 */
+	f.legacy = false;
+	assert_int_equal(fx3_write_reload(&f, 9), 5); /* read back from 2, written to 0 */
+	assert_int_equal(fx3_write_reload(&f, -1), 9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_order, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_marker_replicated, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_failed_sync_retried, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_earlier_round_failed, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_offline_retried, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_attach_completes, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_expire, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_legacy_placement, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

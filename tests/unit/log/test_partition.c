@@ -1,7 +1,8 @@
 /*
  * test_partition.c - the partition log: append/read across rolls, fetch
  * limits, reopen, crash recovery, index rebuild, time lookups, retention,
- * DeleteRecords, sync from another thread, write fault injection.
+ * DeleteRecords, sync from another thread, write fault injection, a
+ * follower's byte-for-byte append.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -162,9 +163,11 @@ static void test_append_read_roll(void **state)
 		assert_int_equal(append1(part, 2, 100, 1000 + i), 2 * i);
 	assert_int_equal(part_log_end_offset(part), 200);
 	assert_int_equal(part_high_watermark(part), 0); /* hw_on_sync: nothing synced yet */
+	assert_int_equal(part_synced_bytes(part), 0);
 	assert_int_equal(part_sync(part), 0);
 	assert_int_equal(part_high_watermark(part), 200);
 	assert_int_equal(part_recovery_point(part), 200);
+	assert_int_equal(part_synced_bytes(part), part_size_bytes(part)); /* every byte appended, once */
 	assert_true(part_segment_count(part) > 5);
 	for (int64_t o = 0; o < 200; o++) {
 		assert_int_equal(part_read(part, o, 200, 1, true, &s), 0);
@@ -755,6 +758,88 @@ static void test_bad_blob_and_delete(void **state)
 	assert_int_equal(stat(fx->dir, &st), -1);
 }
 
+/* Reads the whole log of part (offsets [0, LEO)) into a malloc'd buffer; *len its size. */
+static uint8_t *read_all(struct part *part, size_t *len)
+{
+	struct fslice s;
+	uint8_t *buf;
+
+	assert_int_equal(part_read(part, 0, part_log_end_offset(part), 1 << 20, true, &s), 0);
+	buf = malloc((size_t)s.len);
+	assert_int_equal(pread(s.ref->fd, buf, (size_t)s.len, s.pos), (ssize_t)s.len);
+	*len = (size_t)s.len;
+	fdref_put(s.ref);
+	return buf;
+}
+
+/*
+ * A follower's append (replication): the leader's batches are stored byte for
+ * byte (offsets, leader epoch), offsets must continue the log, CRCs are checked,
+ * the epoch cache learns the batches' epochs, and the high watermark stays
+ * within replication's bound.
+ */
+static void test_append_replica(void **state)
+{
+	struct fx *fx = *state;
+	struct part_append_info info;
+	struct part *leader, *follower;
+	char fdir[160];
+	uint8_t *bytes, *copy;
+	size_t len, clen;
+	int32_t epoch;
+	int64_t end;
+
+	snprintf(fdir, sizeof(fdir), "%s/topic-1", fx->root);
+	fx->cfg.hw_on_sync = false;
+	assert_int_equal(part_open(fx->dir, &fx->cfg, -1, 0, &leader), 0);
+	assert_int_equal(part_set_leader_epoch(leader, 7), 0);
+	append1(leader, 3, 10, 1000);
+	append1(leader, 2, 10, 1001);
+	bytes = read_all(leader, &len);
+
+	assert_int_equal(part_open(fdir, &fx->cfg, -1, -1, &follower), 0);
+	part_set_hw_limit(follower, 3); /* the leader's high watermark */
+	bytes[len - 1] ^= 1;            /* a flipped bit in the last batch: nothing is appended */
+	assert_int_equal(part_append_replica(follower, bytes, len, 2000, &info), -EBADMSG);
+	bytes[len - 1] ^= 1;
+	assert_int_equal(part_log_end_offset(follower), 0);
+	assert_int_equal(part_append_replica(follower, bytes, len, 2000, &info), 0);
+	assert_int_equal(info.base_offset, 0);
+	assert_int_equal(info.last_offset, 4);
+	assert_int_equal(part_log_end_offset(follower), 5);
+	copy = read_all(follower, &clen);
+	assert_int_equal(clen, len);
+	assert_memory_equal(copy, bytes, len); /* offsets and leader epoch 7 kept, not re-stamped */
+	free(copy);
+	assert_true(part_epoch_end_offset(follower, 7, &epoch, &end));
+	assert_int_equal(epoch, 7);
+	assert_int_equal(end, 5);
+	/* the same batches again do not continue the log */
+	assert_int_equal(part_append_replica(follower, bytes, len, 2000, &info), -ERANGE);
+	assert_int_equal(part_log_end_offset(follower), 5);
+
+	assert_int_equal(part_high_watermark(follower), 3);
+	part_set_hw_limit(follower, 1); /* never back */
+	assert_int_equal(part_high_watermark(follower), 3);
+	part_set_hw_limit(follower, INT64_MAX);
+	assert_int_equal(part_high_watermark(follower), 5);
+	free(bytes);
+	part_close(leader);
+	part_close(follower);
+
+	/* reopened: the follower's epoch cache came from the batches and was written */
+	assert_int_equal(part_open(fdir, &fx->cfg, -1, -1, &follower), 0);
+	assert_true(part_epoch_end_offset(follower, 7, &epoch, &end));
+	assert_int_equal(epoch, 7);
+	/* its high watermark is the log end at open, taken back to a checkpointed one, never raised by it */
+	assert_int_equal(part_high_watermark(follower), 5);
+	part_restore_hw(follower, 2);
+	part_restore_hw(follower, 4);
+	part_restore_hw(follower, -1);
+	assert_int_equal(part_high_watermark(follower), 2);
+	part_close(follower);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -774,6 +859,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_faults, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_log_append_time, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_blob_and_delete, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_append_replica, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -159,13 +159,55 @@ static void test_control(void **state)
 	}
 }
 
+static int headers_seen; /* records_foreach() callback: header counts summed */
+
+static int count_headers(void *arg, const struct record *rec)
+{
+	(void)arg;
+	headers_seen += rec->header_count + (rec->headers.len ? 100 : 0);
+	return 0;
+}
+
+/* records_header_next(): keys and values (a null one too), then the end; bad lengths stop it. */
+static void test_headers(void **state)
+{
+	static const uint8_t hdrs[] = { 4, 'h', '1', 4, 'v', '1', 2, 'n', 1 };
+	static const uint8_t bad[] = { 20, 'h', '1' };
+	struct kstr key;
+	struct bytes value;
+	struct rd r;
+	struct wr w;
+	struct batch_hdr h;
+
+	(void)state;
+	rd_init(&r, hdrs, sizeof(hdrs));
+	assert_true(records_header_next(&r, &key, &value));
+	assert_int_equal(key.len, 2);
+	assert_memory_equal(key.p, "h1", 2);
+	assert_int_equal(value.len, 2);
+	assert_memory_equal(value.p, "v1", 2);
+	assert_true(records_header_next(&r, &key, &value));
+	assert_int_equal(key.len, 1);
+	assert_int_equal(value.len, -1);
+	assert_false(records_header_next(&r, &key, &value));
+	assert_int_equal(r.err, 0);
+	rd_init(&r, bad, sizeof(bad));
+	assert_false(records_header_next(&r, &key, &value));
+	assert_int_not_equal(r.err, 0);
+	/* records_build() writes no headers: count 0, no header bytes */
+	build3(&w);
+	assert_int_equal(records_batch_parse(w.buf, w.len, &h), 0);
+	headers_seen = 0;
+	assert_int_equal(records_foreach(w.buf, &h, count_headers, NULL), 0);
+	assert_int_equal(headers_seen, 0);
+	wr_release(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_build_parse),
-		cmocka_unit_test(test_invalid),
-		cmocka_unit_test(test_patch),
-		cmocka_unit_test(test_control),
+		cmocka_unit_test(test_build_parse), cmocka_unit_test(test_invalid), cmocka_unit_test(test_patch),
+		cmocka_unit_test(test_control),     cmocka_unit_test(test_headers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,11 +65,32 @@ static void test_plain_verify(void **state)
 	assert_int_equal(verify("\0alice\0alice-pw\0", 16, user), -EACCES);
 }
 
+/* The broker's own identity in a JAAS entry (inter-broker SASL): username and password, beside user_ options. */
+static void test_jaas_option(void **state)
+{
+	const char *jaas = "org.apache.kafka.common.security.plain.PlainLoginModule required "
+			   "username=\"broker\" password=\"b-secret\" user_broker=\"b-secret\";";
+	char v[16], err[128];
+
+	(void)state;
+	assert_int_equal(sasl_jaas_option(jaas, "username", v, sizeof(v), err, sizeof(err)), 0);
+	assert_string_equal(v, "broker");
+	assert_int_equal(sasl_jaas_option(jaas, "password", v, sizeof(v), err, sizeof(err)), 0);
+	assert_string_equal(v, "b-secret");
+	assert_int_equal(sasl_jaas_option(jaas, "user", v, sizeof(v), err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no user="));
+	assert_int_equal(sasl_jaas_option(jaas, "username", v, 4, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "too long"));
+	assert_int_equal(sasl_jaas_option("x required username=\"a\"", "username", v, sizeof(v), err, sizeof(err)),
+			 -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jaas_check),
 		cmocka_unit_test(test_plain_verify),
+		cmocka_unit_test(test_jaas_option),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

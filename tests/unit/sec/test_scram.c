@@ -3,7 +3,10 @@
  * SCRAM-SHA-256 example: the credential derived from "pencil", the proof
  * accepted and the server signature answered; a changed proof, a foreign
  * nonce and a second final message refused; and client-first parsing
- * (escaped names, unknown users, malformed headers).
+ * (escaped names, unknown users, malformed headers); the credential from a
+ * salted password (what AlterUserScramCredentials carries) equal to the one
+ * from the password; Kafka's credential text written and read back, and
+ * malformed texts refused.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -100,11 +103,104 @@ static void test_client_first(void **state)
 	assert_int_equal(first(&s, "n,,n=a=2Cb=3Dc", out), -EACCES);
 }
 
+/* The client side against the server side: both mechanisms, a user name needing escapes, a wrong password refused. */
+static int client_run(enum scram_mech m, const char *password)
+{
+	struct scram_session s = { .mech = m };
+	struct scram_client cl;
+	char c1[512], s1[512], c2[1024], s2[512];
+	int rc;
+
+	assert_int_equal(scram_client_first(&cl, m, "a,b=c", c1, sizeof(c1)), 0);
+	assert_int_equal(scram_step(&s, lookup, NULL, (const uint8_t *)c1, strlen(c1), s1, sizeof(s1)), 0);
+	assert_int_equal(scram_client_final(&cl, password, (const uint8_t *)s1, strlen(s1), c2, sizeof(c2)), 0);
+	rc = scram_step(&s, lookup, NULL, (const uint8_t *)c2, strlen(c2), s2, sizeof(s2));
+	if (rc != 1)
+		return rc;
+	return scram_client_verify(&cl, (const uint8_t *)s2, strlen(s2));
+}
+
+static void test_client(void **state)
+{
+	struct scram_client cl;
+	char out[512];
+
+	(void)state;
+	assert_int_equal(client_run(SCRAM_SHA_256, "pw"), 0);
+	assert_int_equal(client_run(SCRAM_SHA_512, "pw"), 0);
+	assert_int_equal(client_run(SCRAM_SHA_512, "wrong"), -EACCES);
+	assert_int_equal(scram_client_first(&cl, SCRAM_SHA_256, "u", out, sizeof(out)), 0);
+	/* a nonce not extending ours, too few iterations, a forged server signature */
+	assert_int_equal(
+		scram_client_final(&cl, "pw", (const uint8_t *)"r=zzz,s=QSXCR+Q6sek8bf92,i=4096", 31, out, sizeof(out)),
+		-EACCES);
+	assert_int_not_equal(strlen(cl.nonce), 0);
+	snprintf(out, sizeof(out), "r=%sX,s=QSXCR+Q6sek8bf92,i=10", cl.nonce);
+	assert_int_equal(scram_client_final(&cl, "pw", (const uint8_t *)out, strlen(out), out, sizeof(out)), -EACCES);
+	assert_int_equal(scram_client_verify(&cl, (const uint8_t *)"v=AAAA", 6), -EACCES);
+}
+
+/* PBKDF2 done by the client (KIP-554) gives the same keys as from the password. */
+static void test_from_salted(void **state)
+{
+	static const uint8_t salt[] = "0123456789abcdefghij";
+	struct scram_cred a, b;
+	uint8_t salted[64];
+
+	(void)state;
+	for (int m = SCRAM_SHA_256; m <= SCRAM_SHA_512; m++) {
+		int len = scram_key_len(m);
+
+		assert_int_equal(PKCS5_PBKDF2_HMAC("secret", 6, salt, 20, 8192,
+						   m == SCRAM_SHA_512 ? EVP_sha512() : EVP_sha256(), len, salted),
+				 1);
+		assert_int_equal(scram_cred_derive(m, "secret", salt, 20, 8192, &a), 0);
+		assert_int_equal(scram_cred_from_salted(m, salted, len, salt, 20, 8192, &b), 0);
+		assert_memory_equal(a.stored_key, b.stored_key, (size_t)len);
+		assert_memory_equal(a.server_key, b.server_key, (size_t)len);
+		assert_int_equal(scram_cred_from_salted(m, salted, len - 1, salt, 20, 8192, &b), -EINVAL);
+		assert_int_equal(scram_cred_from_salted(m, salted, len, salt, 0, 8192, &b), -EINVAL);
+	}
+}
+
+static void test_cred_text(void **state)
+{
+	struct scram_cred a, b;
+	char text[SCRAM_CRED_TEXT_MAX];
+	uint8_t salt[SCRAM_SALT_MAX];
+
+	(void)state;
+	memset(salt, 0xa5, sizeof(salt));
+	for (int m = SCRAM_SHA_256; m <= SCRAM_SHA_512; m++) {
+		for (int n = 1; n <= SCRAM_SALT_MAX; n += 17) {
+			assert_int_equal(scram_cred_derive(m, "pw", salt, n, 4096 + n, &a), 0);
+			scram_cred_format(m, &a, text, sizeof(text));
+			assert_int_equal(scram_cred_parse(m, text, strlen(text), &b), 0);
+			assert_int_equal(b.salt_len, n);
+			assert_int_equal(b.iterations, 4096 + n);
+			assert_memory_equal(a.salt, b.salt, (size_t)n);
+			assert_memory_equal(a.stored_key, b.stored_key, (size_t)scram_key_len(m));
+			assert_memory_equal(a.server_key, b.server_key, (size_t)scram_key_len(m));
+		}
+		/* the other mechanism's key length, a missing part, too few iterations, not base64 */
+		assert_int_equal(scram_cred_parse(m == 1 ? 2 : 1, text, strlen(text), &b), -EINVAL);
+	}
+	assert_int_equal(scram_cred_parse(SCRAM_SHA_256, "salt=YQ==,stored_key=YQ==,iterations=4096", 41, &b), -EINVAL);
+	scram_cred_derive(SCRAM_SHA_256, "pw", salt, 8, 4096, &a);
+	scram_cred_format(SCRAM_SHA_256, &a, text, sizeof(text));
+	memcpy(strstr(text, "iterations=") + 11, "4095", 4);
+	assert_int_equal(scram_cred_parse(SCRAM_SHA_256, text, strlen(text), &b), -EINVAL);
+	scram_cred_format(SCRAM_SHA_256, &a, text, sizeof(text));
+	strstr(text, "salt=")[6] = '*';
+	assert_int_equal(scram_cred_parse(SCRAM_SHA_256, text, strlen(text), &b), -EINVAL);
+	assert_int_equal(scram_cred_parse(SCRAM_SHA_256, "", 0, &b), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rfc7677),
-		cmocka_unit_test(test_client_first),
+		cmocka_unit_test(test_rfc7677),     cmocka_unit_test(test_client_first), cmocka_unit_test(test_client),
+		cmocka_unit_test(test_from_salted), cmocka_unit_test(test_cred_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
