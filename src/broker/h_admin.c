@@ -48,6 +48,7 @@
 #include "broker/topic_zk.h"
 #include "cluster/cluster.h"
 #include "cluster/mcache.h"
+#include "cluster/znode.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -280,6 +281,35 @@ static int16_t create_assignments(struct req *rq, const struct CreateTopicsReque
 	return KERR_NONE;
 }
 
+/*
+ * Whether a topic can take adding more partitions, total in all with rf
+ * replicas each.  Single node: one descriptor each must be left
+ * (registry_partition_room()).  Cluster: its assignment must fit one
+ * znode (ZNODE_TOPIC_MAX_REPLICAS).  Refused whole, before any file or
+ * znode is made, rather than failing part way (EMFILE while connections
+ * and segment rolls need descriptors too) or building an assignment of
+ * billions of replicas in memory.
+ */
+static int16_t admin_fits(struct req *rq, int32_t adding, int32_t total, int32_t rf, struct kstr *msg)
+{
+	int64_t room = rq->b->cluster ? 0 : registry_partition_room(rq->b->reg);
+
+	if (rq->b->cluster && (int64_t)total * rf > ZNODE_TOPIC_MAX_REPLICAS) {
+		*msg = req_printf(rq,
+				  "%d partition(s) of %d replica(s) do not fit the topic's ZooKeeper node (at most %d "
+				  "replicas in all).",
+				  total, rf, ZNODE_TOPIC_MAX_REPLICAS);
+		return KERR_INVALID_PARTITIONS;
+	}
+	if (rq->b->cluster || adding <= room)
+		return KERR_NONE;
+	*msg = req_printf(rq,
+			  "%d more partition(s) do not fit this broker's descriptor limit (room for %lld more: one "
+			  "descriptor each; raise the hard RLIMIT_NOFILE).",
+			  adding, (long long)(room > 0 ? room : 0));
+	return KERR_INVALID_PARTITIONS;
+}
+
 /* Partition count and replication factor, from the request or the broker defaults. */
 static int16_t create_sizes(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t *nparts, int32_t *rf_out,
 			    struct kstr *msg)
@@ -442,6 +472,8 @@ static int16_t create_one(struct req *rq, const struct CreateTopicsRequestTopic 
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	}
 	err = create_sizes(rq, in, &nparts, &rf, msg);
+	if (!err)
+		err = admin_fits(rq, nparts, nparts, rf, msg);
 	if (err)
 		return err;
 	if (topic_cfg_init(&tcfg, &rq->b->cfg) < 0) {
@@ -620,13 +652,14 @@ static int16_t admin_grow_code(int err, const char *name, char *msg, size_t cap)
 		 : err == -ENOENT   ? "Topic '%s' is not in ZooKeeper; nothing added."
 		 : err == -EINVAL   ? "Replication factor of '%s' larger than the available brokers."
 		 : err == -ENOTCONN ? "Partitions of '%s' not added: ZooKeeper is not reachable."
+		 : err == -E2BIG    ? "The partitions of '%s' would not fit its ZooKeeper node."
 				    : "Cannot add partitions to '%s'.",
 		 name);
-	return err == -ESTALE     ? KERR_INVALID_PARTITIONS
-	       : err == -ENOENT   ? KERR_UNKNOWN_TOPIC_OR_PARTITION
-	       : err == -EINVAL   ? KERR_INVALID_REPLICATION_FACTOR
-	       : err == -ENOTCONN ? KERR_REQUEST_TIMED_OUT
-				  : KERR_UNKNOWN_SERVER_ERROR;
+	return err == -ESTALE || err == -E2BIG ? KERR_INVALID_PARTITIONS
+	       : err == -ENOENT                ? KERR_UNKNOWN_TOPIC_OR_PARTITION
+	       : err == -EINVAL                ? KERR_INVALID_REPLICATION_FACTOR
+	       : err == -ENOTCONN              ? KERR_REQUEST_TIMED_OUT
+					       : KERR_UNKNOWN_SERVER_ERROR;
 }
 
 /* cluster_done_fn: the assignment is written (err 0), or not; the replicas add the partitions (LeaderAndIsr). */
@@ -689,6 +722,9 @@ static int16_t partitions_zk(struct req *rq, const struct CreatePartitionsReques
 	view.nparts = view.nparts_next = mt->nparts;
 	view.internal = topic_name_internal(in->Name);
 	err = partitions_check(rq, in, &view, msg);
+	if (!err)
+		err = admin_fits(rq, in->Count - view.nparts, in->Count, mt->nparts > 0 ? mt->parts[0].replicas.n : 1,
+				 msg);
 	if (err || validate_only)
 		return err;
 	return admin_grow_zk(rq, in, &view, slot, w, msg);
@@ -709,6 +745,8 @@ static int16_t partitions_one(struct req *rq, const struct CreatePartitionsReque
 	if (!t)
 		return err;
 	err = partitions_check(rq, in, t, msg);
+	if (!err)
+		err = admin_fits(rq, in->Count - t->nparts_next, in->Count, 1, msg);
 	if (err || validate_only)
 		return err;
 	rc = creator_grow(rq->b->creator, t, in->Count, &b);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1030,6 +1031,21 @@ static struct reg_build *build_alloc(struct registry *reg, struct topic *t, int3
 	return b;
 }
 
+int64_t registry_partition_room(const struct registry *reg)
+{
+	struct rlimit rl;
+	int64_t limit, cache = reg->cfg->log_segment_fd_cache_size, held = 0;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX)
+		return INT32_MAX;
+	limit = (int64_t)rl.rlim_cur;
+	if (cache > limit / 2)
+		cache = limit / 2;
+	for (int i = 0; i < reg->ntopics; i++)
+		held += reg->topics[i]->nparts_next;
+	return limit - cache - REGISTRY_FD_RESERVE - held;
+}
+
 int registry_create_begin(struct registry *reg, struct kstr name, int32_t nparts, const struct topic_cfg *tcfg,
 			  struct reg_build **out)
 {
@@ -1044,6 +1060,8 @@ int registry_create_begin(struct registry *reg, struct kstr name, int32_t nparts
 		return -EEXIST;
 	if (registry_dir_failed(reg))
 		return -EIO;
+	if (nparts > registry_partition_room(reg))
+		return -EMFILE;
 	memcpy(namebuf, name.p, (size_t)name.len);
 	namebuf[name.len] = '\0';
 	t = topic_alloc(reg, namebuf, 0);
@@ -1076,6 +1094,8 @@ int registry_grow_begin(struct registry *reg, struct topic *t, int32_t total, st
 		return -EINVAL;
 	if (registry_dir_failed(reg))
 		return -EIO;
+	if (total - t->nparts_next > registry_partition_room(reg))
+		return -EMFILE;
 	b = build_alloc(reg, t, t->nparts_next, total);
 	if (!b)
 		return -ENOMEM;
@@ -1126,6 +1146,7 @@ static int build_files(struct registry *reg, struct reg_build *b)
 	for (int32_t p = b->create ? 1 : b->from; p < b->to && !err; p++) {
 		char *dir = part_dir(reg, b->t->name, p);
 
+		b->reached = p + 1;
 		err = dir ? build_part(b, dir, p) : -ENOMEM;
 		free(dir);
 	}
@@ -1143,7 +1164,7 @@ static void build_undo(struct registry *reg, struct reg_build *b)
 		dirdel_remove(b->stage ? b->stage : dir); /* staged, or renamed (ENOENT if neither) */
 	free(dir);
 	dir = NULL;
-	for (int32_t p = b->create ? 1 : b->from; p < b->to; p++) {
+	for (int32_t p = b->create ? 1 : b->from; p < b->reached; p++) { /* the rest were never begun */
 		struct part **slot = &b->parts[p - b->from];
 
 		if (*slot)

@@ -67,6 +67,7 @@ struct reg_build {
 	struct reg_build *next; /* the creator's queues */
 	struct topic *t;
 	int32_t from, to; /* the partitions made, [from, to) */
+	int32_t reached;  /* the worker's: partitions [from, reached) were begun (undo removes those only) */
 	bool create;      /* t is new: from == 0 */
 	int err;          /* the round's outcome for it: 0 or -errno */
 	/* the creator's: told at the end (registry_build_end) */
@@ -95,12 +96,22 @@ int registry_set_cluster_id(struct registry *reg, const char *id);
 
 struct topic *registry_find(struct registry *reg, struct kstr name);
 /*
+ * How many more partitions the descriptor limit leaves room for: each
+ * partition holds one descriptor, and the soft RLIMIT_NOFILE (read now,
+ * so a prlimit is seen) less log.segment.fd.cache.size (at most half the
+ * limit) and REGISTRY_FD_RESERVE must hold them all (docs/operations.md,
+ * "Descriptor budget").  Negative when the broker already holds more.
+ */
+#define REGISTRY_FD_RESERVE 128 /* listeners, the log dir, epoll and its wake-ups, some connections */
+int64_t registry_partition_room(const struct registry *reg);
+/*
  * Begins creating topic name with nparts partitions: 0, -EEXIST, -EINVAL
- * (bad name), -EIO (the log dir failed) or -ENOMEM.
+ * (bad name), -EIO (the log dir failed), -EMFILE (more partitions than
+ * registry_partition_room()) or -ENOMEM.
  */
 int registry_create_begin(struct registry *reg, struct kstr name, int32_t nparts, const struct topic_cfg *tcfg,
 			  struct reg_build **out);
-/* Begins adding partitions to t up to total (> t->nparts_next): 0, -EINVAL, -EIO or -ENOMEM. */
+/* Begins adding partitions to t up to total (> t->nparts_next): 0, -EINVAL, -EIO, -EMFILE or -ENOMEM. */
 int registry_grow_begin(struct registry *reg, struct topic *t, int32_t total, struct reg_build **out);
 /* Worker thread: makes the files of the builds listed from head (see above); sets each one's err. */
 void registry_build_round(struct registry *reg, struct reg_build *head);

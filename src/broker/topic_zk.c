@@ -74,13 +74,16 @@ static int topic_zk_assign(struct req *rq, const struct CreateTopicsRequestTopic
 int topic_zk_create(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t nparts, int32_t rf,
 		    const struct kuuid *id, cluster_done_fn *done, void *arg)
 {
-	int32_t *replicas = req_alloc(rq, (size_t)nparts * (size_t)rf, sizeof(*replicas));
+	int32_t *replicas;
 	const char **names = req_alloc(rq, (size_t)(in->Configs.n > 0 ? in->Configs.n : 1), sizeof(*names));
 	const char **values = req_alloc(rq, (size_t)(in->Configs.n > 0 ? in->Configs.n : 1), sizeof(*values));
 	char idtext[UUID_B64_LEN + 1], *assignment = NULL, *config = NULL;
-	int rc = topic_zk_assign(rq, in, nparts, rf, replicas);
+	int rc;
 
-	if (rc < 0)
+	if ((int64_t)nparts * rf > ZNODE_TOPIC_MAX_REPLICAS)
+		return -E2BIG;
+	replicas = req_alloc(rq, (size_t)nparts * (size_t)rf, sizeof(*replicas));
+	if ((rc = topic_zk_assign(rq, in, nparts, rf, replicas)) < 0)
 		return rc;
 	for (int32_t i = 0; i < in->Configs.n; i++) {
 		names[i] = req_cstr(rq, in->Configs.v[i].Name);

@@ -23,7 +23,8 @@ bool topic_zk_is_live(const struct broker *b, int32_t id);
  * rf replicas assigned over the live brokers; id: the topic id written.
  * done(arg, err) follows as cluster_topic_create() says.  0, or -ENOTCONN
  * (no ZooKeeper session), -ENOMEM, -EINVAL (rf larger than the live
- * brokers), -EXDEV (only some brokers have a rack); done never runs then.
+ * brokers), -EXDEV (only some brokers have a rack), -E2BIG (more than
+ * ZNODE_TOPIC_MAX_REPLICAS); done never runs then.
  */
 int topic_zk_create(struct req *rq, const struct CreateTopicsRequestTopic *in, int32_t nparts, int32_t rf,
 		    const struct kuuid *id, cluster_done_fn *done, void *arg);

@@ -187,8 +187,12 @@ static void topics_on_grow_read(void *arg, const struct zk_reply *rep)
 		return;
 	}
 	rf = zt.parts[0].n - zt.removing[0].n; /* a reassignment of partition 0 under way: its target's */
-	all = malloc(sizeof(*all) * (size_t)g->total * (size_t)rf);
-	err = all ? topics_grow_assign(g, &zt, rf, all) : -ENOMEM;
+	if ((int64_t)g->total * rf > ZNODE_TOPIC_MAX_REPLICAS)
+		err = -E2BIG;
+	else if (!(all = malloc(sizeof(*all) * (size_t)g->total * (size_t)rf)))
+		err = -ENOMEM;
+	if (!err)
+		err = topics_grow_assign(g, &zt, rf, all);
 	if (!err && !(doc = topics_grow_doc(&zt, g->total, rf, all)))
 		err = -ENOMEM;
 	op.data = doc;

@@ -46,6 +46,13 @@
 /* Kafka's persistent paths (ZkData's PersistentZkPaths), made at start-up; NULL-terminated. */
 extern const char *const znode_persistent_paths[];
 
+/*
+ * A topic's assignment (/brokers/topics/<name>) must fit one znode, at
+ * most 1 MiB (ZooKeeper's jute.maxbuffer), and takes at least 2 bytes a
+ * replica: a topic of more partitions x replicas cannot be stored.
+ */
+#define ZNODE_TOPIC_MAX_REPLICAS (1 << 19)
+
 #define ZNODE_HOST_MAX 256
 #define ZNODE_NAME_MAX 64
 #define ZNODE_ENDPOINTS_MAX 8

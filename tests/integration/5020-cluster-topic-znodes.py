@@ -14,10 +14,13 @@ ZooKeeper (tests/lib/zookeeper.py) and three brokers in the chroot
      stays, and broker 3's Metadata lists the one topic
   3. RF 4 with 3 live brokers (confluent_kafka): INVALID_REPLICATION_FACTOR, nothing
      written; RF 2 is written with two distinct brokers per partition; a manual
-     assignment naming a broker twice is INVALID_REPLICA_ASSIGNMENT
+     assignment naming a broker twice is INVALID_REPLICA_ASSIGNMENT; two
+     billion partitions (an assignment no znode holds) are INVALID_PARTITIONS
+     at once, where the broker used to build it in memory
   4. validate_only writes nothing; a manual assignment to a live broker is written
      as given, one to an unknown broker is INVALID_REPLICA_ASSIGNMENT
-  5. CreatePartitions of that topic to 15 through broker 2: the assignment in
+  5. CreatePartitions of that topic to two billion: INVALID_PARTITIONS, nothing
+     written; to 15 through broker 2: the assignment in
      ZooKeeper gets partitions 12-14, continuing the round-robin from partition
      0's broker as Kafka does; the controller gives them leaders (states)
   6. a topic auto-created by a Metadata request to broker 1 is written to
@@ -39,6 +42,8 @@ from zookeeper import running_cluster  # noqa: E402
 
 CHROOT = "/gregor/c20"
 TOPIC = "spread12"
+HUGE = 2_000_000_000
+INVALID_PARTITIONS = 37
 
 
 def zjson(zc, path):
@@ -91,13 +96,21 @@ def already_exists(zc, brokers):
     eq(len(zjson(zc, "/brokers/topics/" + TOPIC)["partitions"]), 12, "the first assignment stays")
 
 
+def create_partitions(b, count):
+    body = (kwire.array([TOPIC], lambda t: kwire.string(t) + kwire.i32(count) + kwire.i32(-1)) + kwire.i32(15000) +
+            kwire.i8(0))
+    r = kwire.call(b.port, 37, 1, body)
+    r.i32()
+    return r.array(lambda r: (r.string(), r.i16(), r.string()))
+
+
 def grow(zc, brokers):
     leaders = [zjson(zc, "/brokers/topics/" + TOPIC)["partitions"][str(p)][0] for p in range(12)]
-    body = (kwire.array([TOPIC], lambda t: kwire.string(t) + kwire.i32(15) + kwire.i32(-1)) + kwire.i32(15000) +
-            kwire.i8(0))
-    r = kwire.call(brokers[1].port, 37, 1, body)
-    r.i32()
-    eq(r.array(lambda r: (r.string(), r.i16(), r.string())), [(TOPIC, 0, None)], "CreatePartitions to 15")
+    [(_name, err, msg)] = create_partitions(brokers[1], HUGE)
+    eq(err, INVALID_PARTITIONS, "CreatePartitions to %d" % HUGE)
+    check(msg and "ZooKeeper node" in msg, "the message says why: %r" % msg)
+    eq(len(zjson(zc, "/brokers/topics/" + TOPIC)["partitions"]), 12, "nothing written")
+    eq(create_partitions(brokers[1], 15), [(TOPIC, 0, None)], "CreatePartitions to 15")
     doc = zjson(zc, "/brokers/topics/" + TOPIC)
     eq(sorted(doc["partitions"], key=int), [str(p) for p in range(15)], "partitions after CreatePartitions")
     eq([doc["partitions"][str(p)][0] for p in range(12, 15)], leaders[:3], "new partitions continue the round-robin")
@@ -141,6 +154,9 @@ def refused(zc, brokers):
     eq((len(rf2), len(set(rf2)), set(rf2) <= {1, 2, 3}), (2, 2, True), "RF 2's assignment %s" % rf2)
     eq(create(brokers[0], "dup", num_partitions=1, replica_assignment=[[1, 1]]), KafkaError.INVALID_REPLICA_ASSIGNMENT,
        "an assignment naming a broker twice")
+    err, msg = kwire.create_topic(brokers[0].port, "huge", HUGE)
+    eq(err, INVALID_PARTITIONS, "CreateTopics of %d partitions" % HUGE)
+    check(msg and "ZooKeeper node" in msg, "the message says why: %r" % msg)
     adm = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
     fs = adm.create_topics([NewTopic("checked", num_partitions=2, replication_factor=1)], validate_only=True,
                            request_timeout=15)
@@ -149,7 +165,7 @@ def refused(zc, brokers):
     eq(zjson(zc, "/brokers/topics/manual")["partitions"], {"0": [3], "1": [1]}, "manual assignment as given")
     eq(create(brokers[0], "nowhere", num_partitions=1, replica_assignment=[[7]]), KafkaError.INVALID_REPLICA_ASSIGNMENT,
        "assignment to an unknown broker")
-    for t in ("rf4", "dup", "checked", "nowhere"):
+    for t in ("rf4", "dup", "huge", "checked", "nowhere"):
         check(not zc.exists(CHROOT + "/brokers/topics/" + t), "/brokers/topics/%s written" % t)
         check(not zc.exists(CHROOT + "/config/topics/" + t), "/config/topics/%s written" % t)
 
