@@ -9,7 +9,8 @@
 go_client kafka-go-client
 client=$GO_CLIENT
 
-broker_start --override auto.create.topics.enable=true --override num.partitions=3 --override group.initial.rebalance.delay.ms=0
+broker_start --override auto.create.topics.enable=true --override num.partitions=3 --override group.initial.rebalance.delay.ms=0 \
+	--override group.min.session.timeout.ms=1000
 
 for c in none gzip snappy lz4; do
 	log "kafka-go, codec $c"

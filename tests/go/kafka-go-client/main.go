@@ -129,20 +129,30 @@ func (t *tracker) complete(what string, from, to int) {
 func readPartitions() {
 	t := newTracker()
 	for p := 0; p < partitions; p++ {
+		// Read up to the partition's end offset (ListOffsets latest), asked first.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		conn, err := kafka.DialLeader(ctx, "tcp", *bootstrap, *topic, p)
+		cancel()
+		if err != nil {
+			fail("partition %d: DialLeader: %v", p, err)
+		}
+		end, err := conn.ReadLastOffset()
+		conn.Close()
+		if err != nil {
+			fail("partition %d: ReadLastOffset: %v", p, err)
+		}
 		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{*bootstrap}, Topic: *topic, Partition: p,
 			MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 100 * time.Millisecond})
 		t.next[p] = 0
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		for next := int64(0); next < end; {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			m, err := r.ReadMessage(ctx)
 			cancel()
-			if err == context.DeadlineExceeded {
-				break // the partition is drained
-			}
 			if err != nil {
-				fail("partition reader %d: %v", p, err)
+				fail("partition reader %d at offset %d of %d: %v", p, next, end, err)
 			}
 			t.add("partition reader", m)
+			next = m.Offset + 1
 		}
 		r.Close()
 	}
@@ -153,7 +163,11 @@ func readPartitions() {
 func readGroup(id string, from, to int) {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{*bootstrap}, Topic: *topic, GroupID: id,
 		MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 100 * time.Millisecond, CommitInterval: 0,
-		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
+		// kafka-go 0.2's Close sends no LeaveGroup: the second reader's join
+		// completes when the first one's session expires (the broker runs
+		// with group.min.session.timeout.ms lowered to allow 4 s).
+		HeartbeatInterval: 500 * time.Millisecond, SessionTimeout: 4 * time.Second,
+		RebalanceTimeout: 10 * time.Second})
 	t := newTracker()
 	deadline := time.Now().Add(60 * time.Second)
 	for len(t.seen) < to-from {

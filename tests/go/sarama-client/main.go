@@ -102,6 +102,9 @@ func config() *sarama.Config {
 	c.Metadata.Retry.Backoff = 100 * time.Millisecond
 	c.Consumer.Return.Errors = true
 	c.Consumer.MaxWaitTime = 100 * time.Millisecond
+	// The OffsetManager releases a closed partition manager at its next
+	// commit tick: at the default 1 s each Close waits up to a second.
+	c.Consumer.Offsets.CommitInterval = 100 * time.Millisecond
 	c.Net.DialTimeout = 5 * time.Second
 	c.Net.ReadTimeout = 15 * time.Second
 	return c
