@@ -6,7 +6,8 @@ ssl.truststore.location (PEM). That includes the calls the tools make
 over their own connections (DescribeLogDirs, ListTransactions,
 AlterUserScramCredentials, DescribeClientQuotas), which authenticate with
 the same settings. Without the file, or with a wrong password, a tool
-fails with exit status 1 and says why."""
+fails with exit status 1 and says why (a wrong password at once, not at
+the 10 s timeout)."""
 
 import os
 import sys
@@ -95,6 +96,8 @@ def test():
             'username="admin" password="nope";'])
         r = tool("gregor-topics", "--bootstrap-server", b.bootstrap, "--command-config", bad, "--list", ok=False)
         eq(r.returncode, 1, "wrong password: exit status")
+        check(b"authentication to %s failed" % b.bootstrap.encode() in r.stderr,
+              "a refused password ends the wait at once: %r" % r.stderr)
         check(b"Authentication failed" in r.stderr or b"AUTHENTICATION" in r.stderr.upper(),
               "wrong password reported: %r" % r.stderr)
         jks = props(os.path.join(b.tmp, "jks.properties"), ["ssl.truststore.type=JKS"])

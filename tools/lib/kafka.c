@@ -25,6 +25,7 @@ static bool debug_on;               /* user set `debug`: keep librdkafka's logge
 static char bootstrap_servers[512]; /* for messages only */
 static pthread_mutex_t last_err_lock = PTHREAD_MUTEX_INITIALIZER;
 static char last_err[512];
+static int last_err_code; /* (last_err_lock) the error last_err names */
 
 void kafka_die(const char *fmt, ...)
 {
@@ -59,7 +60,19 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 	(void)opaque;
 	pthread_mutex_lock(&last_err_lock);
 	snprintf(last_err, sizeof(last_err), "%s: %s", kafka_err_name(err), reason);
+	last_err_code = err;
 	pthread_mutex_unlock(&last_err_lock);
+}
+
+/* The broker refused our credentials: retrying them cannot succeed (Java's tools fail at once too). */
+static bool kafka_auth_failed(void)
+{
+	bool failed;
+
+	pthread_mutex_lock(&last_err_lock);
+	failed = last_err_code == RD_KAFKA_RESP_ERR__AUTHENTICATION;
+	pthread_mutex_unlock(&last_err_lock);
+	return failed;
 }
 
 /* Quiet logger: librdkafka's lines are noise for a command-line user; the
@@ -308,6 +321,11 @@ int kafka_wait_broker(rd_kafka_t *rk)
 			return 0;
 		}
 		rd_kafka_poll(rk, 0); /* serves error_cb */
+		if (kafka_auth_failed()) {
+			fprintf(stderr, "%s: authentication to %s failed (%s)\n", opt_prog(), bootstrap_servers,
+				kafka_last_error());
+			return -EACCES;
+		}
 	}
 	why = kafka_last_error();
 	fprintf(stderr, "%s: cannot reach a broker at %s within %d ms (%s)\n", opt_prog(),

@@ -68,7 +68,9 @@ rd_kafka_t *kafka_new(rd_kafka_type_t type, rd_kafka_conf_t *conf);
 
 /* Waits up to kafka_timeout_ms() for a broker to answer a Metadata
  * request. Returns 0, or -ETIMEDOUT after printing
- * "<prog>: cannot reach a broker at <bootstrap> within N ms (<last error>)". */
+ * "<prog>: cannot reach a broker at <bootstrap> within N ms (<last error>)",
+ * or -EACCES at once when the broker refused the SASL credentials
+ * ("<prog>: authentication to <bootstrap> failed (<error>)"). */
 int kafka_wait_broker(rd_kafka_t *rk);
 
 /* The admin tools' handle: bootstrap.servers from --bootstrap-server with
