@@ -1,6 +1,7 @@
 #!/bin/sh
 # fuzz/run.sh - builds the libFuzzer targets with clang (ASan + UBSan) into
-# $FUZZ_BUILD (default build-fuzz) and runs each for N seconds.
+# $FUZZ_BUILD (default build-fuzz) and runs each for N seconds, $FUZZ_JOBS
+# (default: the cores) at once.
 #
 #   sh fuzz/run.sh                 # every target, 10 s each
 #   sh fuzz/run.sh 300             # every target, 300 s each
@@ -58,21 +59,32 @@ done
 # -- run
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-fail=""
-for t in $TARGETS; do
-	mkdir -p $B/corpus/$t $B/crash/$t fuzz/corpus/$t
+# each target alone on a core, $JOBS at once; results printed in order
+run_target() {
+	t=$1
 	dict=""; [ -f fuzz/$t.dict ] && dict="-dict=fuzz/$t.dict"
-	echo "== $t: ${SECS}s"
 	if $B/bin/$t -max_total_time=$SECS -timeout=10 -rss_limit_mb=2048 -max_len=1048576 \
 		-print_final_stats=1 $dict -artifact_prefix=$B/crash/$t/ \
 		$B/corpus/$t fuzz/corpus/$t > $B/$t.log 2>&1; then
-		grep -E "stat::number_of_executed_units|stat::peak_rss_mb" $B/$t.log | tr '\n' ' '
-		echo "corpus $(ls $B/corpus/$t | wc -l) files"
+		{ grep -E "stat::number_of_executed_units|stat::peak_rss_mb" $B/$t.log | tr '\n' ' '
+		  echo "corpus $(ls $B/corpus/$t | wc -l) files"; } > $B/$t.result
 	else
-		echo "FAIL $t (log: $B/$t.log)"
-		grep -E "ERROR:|runtime error|SUMMARY|Test unit written" $B/$t.log | head -5
-		fail="$fail $t"
+		{ echo "FAIL $t (log: $B/$t.log)"
+		  grep -E "ERROR:|runtime error|SUMMARY|Test unit written" $B/$t.log | head -5; } > $B/$t.result
 	fi
+}
+for t in $TARGETS; do
+	mkdir -p $B/corpus/$t $B/crash/$t fuzz/corpus/$t
+	rm -f $B/$t.result
+	run_target $t &
+	while [ "$(jobs -p | wc -l)" -ge "$JOBS" ]; do sleep 0.2; done
+done
+wait
+fail=""
+for t in $TARGETS; do
+	echo "== $t: ${SECS}s"
+	cat $B/$t.result
+	grep -q "^FAIL" $B/$t.result && fail="$fail $t"
 done
 [ -z "$fail" ] || { echo "fuzz: failed:$fail"; exit 1; }
 echo "fuzz: all targets passed"
