@@ -53,10 +53,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 import kwire  # noqa: E402
+from replicas import read_to_hws  # noqa: E402
 from gregor import check, eq, log, main, wait_until  # noqa: E402
 from zookeeper import running_cluster, wait_listed  # noqa: E402
 
@@ -207,27 +208,7 @@ def stall_follower(admin, zc, brokers, rng):
 
 def read_all(b, hws):
     """{partition: [(offset, value)]} read from the beginning to each high watermark, check.crcs on."""
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "c190", "enable.auto.commit": False,
-                  "check.crcs": True, "enable.partition.eof": True})
-    got = {p: [] for p in range(NPARTS)}
-    c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(NPARTS)])
-    at_end = set(p for p in range(NPARTS) if hws[p] == 0)
-    deadline = time.monotonic() + 60
-    try:
-        while len(at_end) < NPARTS and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                check(m.error().code() == -191, "consumer error: %s" % m.error())  # _PARTITION_EOF
-                if m.offset() >= hws[m.partition()]:
-                    at_end.add(m.partition())
-                continue
-            got[m.partition()].append((m.offset(), int(m.value())))
-    finally:
-        c.close()
-    eq(sorted(at_end), list(range(NPARTS)), "partitions read to their high watermark")
-    return got
+    return read_to_hws(b.bootstrap, TOPIC, hws, "c190")
 
 
 def check_read(sender, got):

@@ -39,9 +39,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from replicas import read_to_hws  # noqa: E402
 from gregor import check, eq, log, main, run, wait_until  # noqa: E402
 from syncshim import SyncShim  # noqa: E402
 from zookeeper import ZooKeeper, cluster_broker, wait_listed  # noqa: E402
@@ -99,28 +100,12 @@ def wait_led(admin, topic, isr_size):
 
 def read_all(bootstrap, topic):
     """{partition: [(offset, value)]} from the beginning to the high watermark, check.crcs on."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "c191", "enable.auto.commit": False,
-                  "check.crcs": True, "enable.partition.eof": True})
-    hws = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(NPARTS)}
-    got = {p: [] for p in range(NPARTS)}
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(NPARTS)])
-    at_end = set(p for p in range(NPARTS) if hws[p] == 0)
-    deadline = time.monotonic() + 60
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "c191-hw"})
     try:
-        while len(at_end) < NPARTS and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                check(m.error().code() == -191, "consumer error: %s" % m.error())  # _PARTITION_EOF
-                if m.offset() >= hws[m.partition()]:
-                    at_end.add(m.partition())
-                continue
-            got[m.partition()].append((m.offset(), int(m.value())))
+        hws = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(NPARTS)}
     finally:
         c.close()
-    eq(sorted(at_end), list(range(NPARTS)), "partitions of %s read to their high watermark %s" % (topic, hws))
-    return got, hws
+    return read_to_hws(bootstrap, topic, hws, "c191"), hws
 
 
 def check_read(acks, got, topic):

@@ -4,6 +4,7 @@ with a replication factor, the state znodes, AlterPartition (api 56) and ElectLe
 import json
 import socket
 import struct
+import time
 
 import kwire
 from kwire import Reader, array, i8, i16, i32, i64, string
@@ -151,3 +152,33 @@ def elect_leaders(port, election_type, topic_parts, version=1):
             rd.string()
             out[(t, p)] = err
     return top, out
+
+
+def read_to_hws(bootstrap, topic, hws, group):
+    """{partition: [(offset, int value)]} read by a consumer (check.crcs on) from the beginning of
+    each partition of hws ({partition: high watermark}) up to its high watermark, at most 60 s;
+    fails the test on a consumer error or a partition not read to its end."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from gregor import check, eq
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "check.crcs": True, "enable.partition.eof": True})
+    got = {p: [] for p in hws}
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in hws])
+    at_end = set(p for p in hws if hws[p] == 0)
+    deadline = time.monotonic() + 60
+    try:
+        while len(at_end) < len(hws) and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                check(m.error().code() == -191, "consumer error: %s" % m.error())  # _PARTITION_EOF
+                if m.offset() >= hws[m.partition()]:
+                    at_end.add(m.partition())
+                continue
+            got[m.partition()].append((m.offset(), int(m.value())))
+    finally:
+        c.close()
+    eq(sorted(at_end), sorted(hws), "partitions of %s read to their high watermark %s" % (topic, hws))
+    return got
