@@ -79,7 +79,6 @@ SETTINGS = {"zookeeper_session_timeout_ms": 12000, "replica_lag_time_max_ms": LA
             "replica_high_watermark_checkpoint_interval_ms": 500}
 
 
-
 def rdkafka_debug():
     """RDK_DEBUG_FILE=path: the producer's librdkafka debug lines (contexts RDK_DEBUG, default
     eos,broker,topic) go to that file."""
@@ -89,7 +88,6 @@ def rdkafka_debug():
     lg.addHandler(logging.FileHandler(os.environ["RDK_DEBUG_FILE"]))
     lg.setLevel(logging.DEBUG)
     return {"debug": os.environ.get("RDK_DEBUG", "eos,broker,topic"), "logger": lg}
-
 
 
 class Sender(threading.Thread):
