@@ -306,10 +306,12 @@ const char *config_advertised_listeners(const struct broker_cfg *cfg);
  * OUT: *out_config_path is the file argument or NULL (may be NULL).
  * Returns CONFIG_ARGS_RUN to go on and start the broker (cfg then owned by
  * the caller: config_release()), or a process exit code with cfg already
- * released: 0 after --help/--version/--print-config-doc printed to stdout,
+ * released: 0 after --help/--version printed to stdout,
  * 2 after an error and the usage were printed to stderr.
  */
 #define CONFIG_ARGS_RUN (-1)
+/* --print-config-doc: the caller prints config_write_doc(stdout) and exits. */
+#define CONFIG_ARGS_PRINT_DOC (-2)
 int config_parse_args(int argc, char **argv, struct broker_cfg *cfg, const char **out_config_path);
 /*
  * What config_parse_args() does after checking the arguments: defaults,
@@ -328,7 +330,8 @@ int config_read(struct broker_cfg *cfg, const char *path, int argc, char **argv,
 int config_update(struct broker_cfg *cur, struct broker_cfg *next);
 void config_usage(FILE *f, const char *prog);
 
-/* Writes docs/configuration.md (broker and topic settings).  0 or -EIO. */
+/* Writes docs/configuration.md (broker and topic settings; config_doc.c).
+ * 0 or -EIO. */
 int config_write_doc(FILE *f);
 
 #endif

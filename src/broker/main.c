@@ -23,6 +23,8 @@ int main(int argc, char **argv)
 	const char *path = NULL;
 	int rc = config_parse_args(argc, argv, &b.cfg, &path);
 
+	if (rc == CONFIG_ARGS_PRINT_DOC)
+		return config_write_doc(stdout) ? 1 : 0;
 	if (rc != CONFIG_ARGS_RUN)
 		return rc;
 	if (b.cfg.log_debug && b.cfg.log_debug[0] && log_set_debug(b.cfg.log_debug) < 0) {
