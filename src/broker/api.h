@@ -1,5 +1,6 @@
 /*
- * api.h - one request's life, and the table of API handlers.
+ * api.h - one request's life, and the table of API handlers (api.c decodes
+ * and dispatches; req.c holds the request, replies and frees it).
  *
  * A request frame is decoded into the generated request struct, handed to
  * its handler with a response struct preset to defaults, and the response
@@ -74,6 +75,12 @@ void req_noreply(struct req *rq);
 void req_reset_out(struct req *rq);
 /* Replies, closes or leaves rq parked as a handler's result res (H_*) says (a handler re-run after parking). */
 void req_finish(struct req *rq, int res);
+/* Logs why, closes rq's connection (only that one) and frees rq: a request refused. */
+void req_close(struct req *rq, const char *why);
+/* Runs handler on rq (its time on the loop counts for request_percentage) and finishes rq as it says. */
+void req_run_handler(struct req *rq, api_handler_fn *handler);
+/* Sends w, a response the caller encoded whole (after its size field), and frees rq. */
+void req_send_encoded(struct req *rq, struct wr *w);
 /*
  * Zeroed memory from the request arena, freed with the request.  Sizes are
  * bounded by the request (decoded counts are checked against its bytes), so
