@@ -484,25 +484,6 @@ static struct part *part_alloc(const char *dir, const struct part_cfg *cfg)
 	return part;
 }
 
-int part_dir_hold(struct part *part)
-{
-	if (!part->dir_holds) {
-		part->dir_fd = open(part->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (part->dir_fd < 0)
-			return -errno;
-	}
-	part->dir_holds++;
-	return part->dir_fd;
-}
-
-void part_dir_release(struct part *part)
-{
-	if (--part->dir_holds == 0) {
-		close(part->dir_fd);
-		part->dir_fd = -1;
-	}
-}
-
 static void part_free(struct part *part)
 {
 	for (int i = 0; i < part->nsegs; i++)
