@@ -91,4 +91,12 @@ bool console_grow(void **v, int32_t *cap, int32_t n, size_t size);
 void console_job_error(struct console_job *j, unsigned status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The queue itself (console_job.c), for console.c: takes every queued job (detach: forgets the broker
+ * first, so no more are queued); the job after j in what it took; every queued job answered 503 (and
+ * the broker forgotten); every waiting HTTP thread woken to look again. */
+struct console_job *console_jobs_take(bool detach);
+struct console_job *console_jobs_next(struct console_job *j);
+void console_jobs_fail_all(void);
+void console_jobs_wake_all(void);
+
 #endif
