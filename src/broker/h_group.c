@@ -1,6 +1,5 @@
 /*
- * h_group.c - the group APIs: FindCoordinator, JoinGroup, SyncGroup,
- * Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups,
+ * h_group.c - the group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups,
  * ListGroups, DeleteGroups, OffsetDelete.
  *
  * The handlers translate between the wire structs and the coordinator
@@ -39,18 +38,14 @@
 #include "broker/registry.h"
 #include "broker/replica.h"
 #include "broker/syncer.h"
-#include "broker/topic_zk.h"
-#include "cluster/cluster.h"
 #include "cluster/mcache.h"
 #include "coord/group.h"
 #include "coord/group_store.h"
-#include "coord/txn_store.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
 #include "util/log.h"
 
-#define GROUP_TOPIC "__consumer_offsets"
 #define GROUP_OFFSET_METADATA_MAX_BYTES 4096                  /* Kafka's offset.metadata.max.bytes */
 #define GROUP_AUTHORIZED_OPS ((1 << 3) | (1 << 6) | (1 << 8)) /* READ, DELETE, DESCRIBE */
 
@@ -113,7 +108,7 @@ static void h_group_sync_done(void *waiter, const struct group_sync_result *res)
 static struct part *h_group_offsets_part(void *arg, int32_t partition)
 {
 	struct broker *b = arg;
-	struct topic *t = registry_find(b->reg, KSTR(GROUP_TOPIC));
+	struct topic *t = registry_find(b->reg, KSTR(GROUP_STORE_TOPIC));
 
 	return t ? registry_part(t, partition) : NULL;
 }
@@ -128,7 +123,7 @@ static int h_group_attach_cluster(struct broker *b);
  */
 static int h_group_attach(struct broker *b, bool create)
 {
-	struct topic *t = registry_find(b->reg, KSTR(GROUP_TOPIC));
+	struct topic *t = registry_find(b->reg, KSTR(GROUP_STORE_TOPIC));
 	struct reg_build *build;
 	struct topic_cfg tc;
 	char segment[24], err_msg[256];
@@ -148,14 +143,14 @@ static int h_group_attach(struct broker *b, bool create)
 		if (!err)
 			err = topic_cfg_set(&tc, "retention.ms", "-1", err_msg, sizeof(err_msg));
 		if (!err)
-			err = creator_create(b->creator, KSTR(GROUP_TOPIC), b->cfg.offsets_topic_num_partitions, &tc,
-					     &build);
+			err = creator_create(b->creator, KSTR(GROUP_STORE_TOPIC), b->cfg.offsets_topic_num_partitions,
+					     &tc, &build);
 		topic_cfg_release(&tc);
 		if (err) {
-			log_error("cannot create %s: %s", GROUP_TOPIC, strerror(-err));
+			log_error("cannot create %s: %s", GROUP_STORE_TOPIC, strerror(-err));
 			return err;
 		}
-		log_info("creating %s with %d partitions", GROUP_TOPIC, b->cfg.offsets_topic_num_partitions);
+		log_info("creating %s with %d partitions", GROUP_STORE_TOPIC, b->cfg.offsets_topic_num_partitions);
 		return -EAGAIN;
 	}
 	if (t->creating)
@@ -166,16 +161,16 @@ static int h_group_attach(struct broker *b, bool create)
 /* Cluster mode: attaches once the topic is here and its partition count known; then takes the roles held. */
 static int h_group_attach_cluster(struct broker *b)
 {
-	struct topic *t = registry_find(b->reg, KSTR(GROUP_TOPIC));
+	struct topic *t = registry_find(b->reg, KSTR(GROUP_STORE_TOPIC));
 	const struct mcache_topic *mt =
-		b->mcache ? mcache_topic(b->mcache, GROUP_TOPIC, sizeof(GROUP_TOPIC) - 1) : NULL;
+		b->mcache ? mcache_topic(b->mcache, GROUP_STORE_TOPIC, sizeof(GROUP_STORE_TOPIC) - 1) : NULL;
 	int err;
 
 	if (!t || t->creating || !mt || mt->nparts < 1)
 		return -EAGAIN; /* the controller's LeaderAndIsr and UpdateMetadata make and name it */
 	err = group_coord_attach_unowned(b->groups, &(struct coord_topic){ h_group_offsets_part, b, mt->nparts });
 	for (int32_t p = 0; !err && p < mt->nparts; p++) {
-		struct replica *r = replica_find(b, GROUP_TOPIC, p);
+		struct replica *r = replica_find(b, GROUP_STORE_TOPIC, p);
 
 		if (r && r->leader == b->node_id && r->applied_epoch == r->leader_epoch)
 			group_coord_set_leader(b->groups, p, true);
@@ -185,7 +180,7 @@ static int h_group_attach_cluster(struct broker *b)
 
 void groups_on_role(struct broker *b, const char *topic, int32_t partition, bool leader)
 {
-	if (!b->groups || strcmp(topic, GROUP_TOPIC) != 0)
+	if (!b->groups || strcmp(topic, GROUP_STORE_TOPIC) != 0)
 		return;
 	if (!group_coord_attached(b->groups)) {
 		h_group_attach_cluster(b); /* takes every role held, this one too */
@@ -235,14 +230,15 @@ struct group_coord *groups_coord(struct broker *b)
 int32_t groups_partition_for(struct broker *b, struct kstr group)
 {
 	const struct mcache_topic *mt =
-		b->cluster && b->mcache ? mcache_topic(b->mcache, GROUP_TOPIC, sizeof(GROUP_TOPIC) - 1) : NULL;
+		b->cluster && b->mcache ? mcache_topic(b->mcache, GROUP_STORE_TOPIC, sizeof(GROUP_STORE_TOPIC) - 1)
+					: NULL;
 	struct group_coord *gc;
 
 	if (b->cluster && b->mcache) /* the group's coordinator may be elsewhere; the topic made as configured */
 		return coord_partition_for(group,
 					   mt && mt->nparts > 0 ? mt->nparts : b->cfg.offsets_topic_num_partitions);
 	gc = groups_coord(b); /* begins making the topic if needed */
-	struct topic *t = gc ? NULL : registry_find(b->reg, KSTR(GROUP_TOPIC));
+	struct topic *t = gc ? NULL : registry_find(b->reg, KSTR(GROUP_STORE_TOPIC));
 
 	if (gc)
 		return group_coord_partition(gc, group);
@@ -252,138 +248,6 @@ int32_t groups_partition_for(struct broker *b, struct kstr group)
 static struct group_coord *h_group_coord(struct req *rq)
 {
 	return groups_coord(rq->b);
-}
-
-/* ---- FindCoordinator ---- */
-
-static int16_t h_group_find_one(struct req *rq, struct kstr key, int8_t key_type)
-{
-	int16_t err;
-
-	if (key_type != 0 && key_type != 1)
-		return KERR_INVALID_REQUEST;
-	if (!key.p)
-		return KERR_INVALID_REQUEST;
-	if ((err = authz_coordinator_kerr(rq, key, key_type)))
-		return err;
-	if (key_type == 0 && !h_group_coord(rq))
-		return KERR_COORDINATOR_NOT_AVAILABLE;
-	if (key_type == 1 && !txns_coord_ready(rq->b))
-		return KERR_COORDINATOR_NOT_AVAILABLE; /* __transaction_state being made */
-	return KERR_NONE;
-}
-
-/*
- * Cluster mode: the internal topic holding the coordinators of key_type (0
- * groups, 1 transactional ids), as Kafka makes it on the first
- * FindCoordinator that needs it.
- */
-static void h_group_find_create(struct req *rq, int8_t key_type)
-{
-	const struct broker_cfg *cfg = &rq->b->cfg;
-
-	if (key_type == 0)
-		topic_zk_create_internal(rq, GROUP_TOPIC, cfg->offsets_topic_num_partitions,
-					 cfg->offsets_topic_replication_factor, 0, cfg->offsets_topic_segment_bytes);
-	else
-		topic_zk_create_internal(rq, TXN_STORE_TOPIC, cfg->transaction_state_log_num_partitions,
-					 cfg->transaction_state_log_replication_factor,
-					 cfg->transaction_state_log_min_isr, cfg->transaction_state_log_segment_bytes);
-}
-
-/*
- * Cluster mode: the broker leading the partition of key (a group in
- * __consumer_offsets, a transactional id in __transaction_state), as the
- * metadata cache names it; the topic is written to ZooKeeper by the first
- * FindCoordinator that finds it missing (at most once a second per topic
- * from one broker).  OUT *cb on KERR_NONE.
- */
-static int16_t h_group_find_leader(struct req *rq, struct kstr key, int8_t key_type, const struct cluster_broker **cb)
-{
-	static int64_t asked_ms[2] = { -1, -1 };
-	const char *topic = key_type == 0 ? GROUP_TOPIC : TXN_STORE_TOPIC;
-	const struct mcache_topic *mt = mcache_topic(rq->b->mcache, topic, (int32_t)strlen(topic));
-	const struct cluster_broker *v;
-	int32_t leader;
-	int16_t err;
-	int n;
-
-	if ((err = authz_coordinator_kerr(rq, key, key_type)))
-		return err;
-	if (!mt && (asked_ms[key_type] < 0 || clock_mono_ms() - asked_ms[key_type] >= 1000)) {
-		asked_ms[key_type] = clock_mono_ms();
-		h_group_find_create(rq, key_type);
-	}
-	if (!mt || mt->nparts < 1)
-		return KERR_COORDINATOR_NOT_AVAILABLE;
-	leader = mt->parts[coord_partition_for(key, mt->nparts)].leader;
-	n = cluster_brokers(rq->b->cluster, &v);
-	for (int i = 0; leader >= 0 && i < n; i++)
-		if (v[i].id == leader) {
-			*cb = &v[i];
-			return KERR_NONE;
-		}
-	return KERR_COORDINATOR_NOT_AVAILABLE; /* no leader, or not registered (yet) */
-}
-
-/*
- * Where key's coordinator is: this broker, or in cluster mode the leader
- * of the key's partition of __consumer_offsets (a group) or
- * __transaction_state (a transactional id) (docs/cluster.md).
- */
-static int16_t h_group_find(struct req *rq, struct kstr key, int8_t key_type, int32_t *node, struct kstr *host,
-			    int32_t *port)
-{
-	const struct cluster_broker *cb = NULL;
-	int16_t err = KERR_NONE;
-
-	if (rq->b->cluster && rq->b->mcache && (key_type == 0 || key_type == 1) && key.p) {
-		err = h_group_find_leader(rq, key, key_type, &cb);
-		if (err) {
-			*node = -1;
-			*host = KSTR("");
-			*port = -1;
-			return err;
-		}
-	}
-	if (!cb)
-		err = h_group_find_one(rq, key, key_type);
-	if (!cb) { /* this broker: the endpoint of the listener the client came through */
-		const char *self_host;
-		int32_t self_port;
-
-		broker_endpoint(rq->b, rq->c, &self_host, &self_port);
-		*host = err ? KSTR("") : kstr_c(self_host);
-		*port = err ? -1 : self_port;
-	} else {
-		const char *cb_host;
-
-		broker_endpoint_of(rq->b, rq->c, cb, &cb_host, port);
-		*host = kstr_c(cb_host);
-	}
-	*node = err ? -1 : cb ? cb->id : rq->b->node_id;
-	return err;
-}
-
-int h_find_coordinator(struct req *rq, const void *in, void *out)
-{
-	const struct FindCoordinatorRequest *f = in;
-	struct FindCoordinatorResponse *resp = out;
-
-	if (rq->hdr.api_version < 4) {
-		resp->ErrorCode = h_group_find(rq, f->Key, f->KeyType, &resp->NodeId, &resp->Host, &resp->Port);
-		return H_REPLY;
-	}
-	resp->Coordinators.n = f->CoordinatorKeys.n > 0 ? f->CoordinatorKeys.n : 0;
-	resp->Coordinators.v = req_alloc(rq, (size_t)resp->Coordinators.n, sizeof(*resp->Coordinators.v));
-	for (int32_t i = 0; i < resp->Coordinators.n; i++) {
-		struct FindCoordinatorResponseCoordinator *c = &resp->Coordinators.v[i];
-
-		FindCoordinatorResponseCoordinator_init(c);
-		c->Key = f->CoordinatorKeys.v[i];
-		c->ErrorCode = h_group_find(rq, c->Key, f->KeyType, &c->NodeId, &c->Host, &c->Port);
-	}
-	return H_REPLY;
 }
 
 /* ---- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ---- */
@@ -545,7 +409,7 @@ static int h_group_commit_wait(struct req *rq, int32_t partition, int64_t need, 
 	for (int32_t i = 0; i < resp->Topics.n; i++)
 		for (int32_t j = 0; j < resp->Topics.v[i].Partitions.n; j++)
 			if (resp->Topics.v[i].Partitions.v[j].ErrorCode == KERR_NONE)
-				replica_wait_add(rq, KSTR(GROUP_TOPIC), partition, need,
+				replica_wait_add(rq, KSTR(GROUP_STORE_TOPIC), partition, need,
 						 &resp->Topics.v[i].Partitions.v[j].ErrorCode, true);
 	if (!rq->hold)
 		return park_until_synced(rq, ticket, h_group_commit_fail);

@@ -18,64 +18,27 @@
  *     logs.)
  *   only one of the two set: INVALID_REQUEST, as Kafka.
  * TransactionalId "" : INVALID_REQUEST.  Any other TransactionalId goes to
- * the transaction coordinator, txn_init_producer_id().
+ * the transaction coordinator, txn_init_producer_id().  Both take their ids
+ * from producer_ids.c.
  */
 #include <errno.h>
-#include <limits.h>
-#include <string.h>
 
 #include "broker/authz.h"
 #include "broker/broker.h"
 #include "broker/handlers.h"
-#include "cluster/cluster.h"
+#include "broker/producer_ids.h"
 #include "coord/pid.h"
 #include "proto/kerr.h"
 #include "util/log.h"
 
 #define IDEM_EPOCH_MAX (INT16_MAX - 1) /* Kafka: a bump past this needs a new id */
 
-static struct pid_alloc *idem_pids; /* opened on first use, lives as long as the process */
-
-/* The allocator for b's (first) log dir; NULL if it cannot be opened. */
-static struct pid_alloc *idem_pid_alloc(struct broker *b)
-{
-	char dir[PATH_MAX];
-	int rc;
-
-	if (idem_pids)
-		return idem_pids;
-	if (config_first_log_dir(&b->cfg, dir, sizeof(dir)))
-		return NULL;
-	rc = pid_open(dir, &idem_pids);
-	if (rc) {
-		log_error("cannot open the producer id allocator in '%s': %s", dir, strerror(-rc));
-		idem_pids = NULL;
-	}
-	return idem_pids;
-}
-
-/*
- * Transactions: txn_init_producer_id() lives in h_txn.c; it takes its ids
- * from here.  Cluster mode: from the cluster's blocks in ZooKeeper
- * (cluster.h), so that no two brokers hand out the same id; -EAGAIN while
- * none is in hand.  A single node: from the log dir (pid.h).
- */
-int idem_next_producer_id(struct broker *b, int64_t *id)
-{
-	struct pid_alloc *pa;
-
-	if (b->cluster)
-		return cluster_producer_id(b->cluster, id);
-	pa = idem_pid_alloc(b);
-	return pa ? pid_next(pa, id) : -EIO;
-}
-
 static int16_t idem_new_id(struct broker *b, struct InitProducerIdResponse *out)
 {
-	struct pid_alloc *pa = idem_pid_alloc(b);
+	struct pid_alloc *pa = producer_ids_local(b);
 
 	/* a disk error or no block from ZooKeeper yet: retriable for the client, which backs off and retries */
-	if (!pa || idem_next_producer_id(b, &out->ProducerId))
+	if (!pa || producer_ids_next(b, &out->ProducerId))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	out->ProducerEpoch = 0;
 	pid_epoch_set(pa, out->ProducerId, 0);
@@ -98,7 +61,7 @@ int h_init_producer_id(struct req *rq, const void *in, void *out)
 		resp->ErrorCode = KERR_INVALID_REQUEST;
 		return H_REPLY;
 	}
-	pa = idem_pid_alloc(rq->b);
+	pa = producer_ids_local(rq->b);
 	if (pa && req->ProducerEpoch >= 0 && req->ProducerEpoch < IDEM_EPOCH_MAX &&
 	    pid_epoch_current(pa, req->ProducerId, req->ProducerEpoch)) {
 		resp->ProducerId = req->ProducerId;

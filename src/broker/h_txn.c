@@ -43,19 +43,19 @@
 #include "broker/fetch_park.h"
 #include "broker/handlers.h"
 #include "broker/park.h"
+#include "broker/producer_ids.h"
 #include "broker/registry.h"
 #include "broker/replica.h"
 #include "broker/syncer.h"
 #include "broker/txn_send.h"
 #include "cluster/mcache.h"
 #include "coord/group.h"
+#include "coord/group_store.h"
 #include "coord/txn.h"
 #include "log/partition.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
 #include "util/log.h"
-
-#define TXN_GROUP_TOPIC "__consumer_offsets"
 
 /* ---- coordinator ops and start-up ---- */
 
@@ -126,7 +126,7 @@ static int h_txn_send_marker(void *arg, struct kstr id, const struct marker *m, 
 
 static int h_txn_new_pid(void *arg, int64_t *id)
 {
-	return idem_next_producer_id(arg, id);
+	return producer_ids_next(arg, id);
 }
 
 static void h_txn_offsets_complete(void *arg, int32_t partition, int64_t producer_id, bool commit)
@@ -600,7 +600,7 @@ int h_add_offsets_to_txn(struct req *rq, const void *in, void *out)
 	if ((resp->ErrorCode = authz_txn_id_kerr(rq, a->TransactionalId, ACL_OP_WRITE)
 				       ?: authz_group_kerr(rq, a->GroupId, ACL_OP_READ)))
 		return H_REPLY;
-	tp.topic = TXN_GROUP_TOPIC;
+	tp.topic = GROUP_STORE_TOPIC;
 	err = txn_add_partitions(tc, a->TransactionalId, a->ProducerId, a->ProducerEpoch, &tp, 1);
 	resp->ErrorCode = h_txn_kerr(rq, err, 2);
 	return h_txn_reply(rq, a->TransactionalId, &resp->ErrorCode, h_txn_add_offsets_fail);
@@ -678,7 +678,7 @@ static int h_txn_commit_wait(struct req *rq, int32_t partition, struct part *par
 		return park_until_synced(rq, ticket, h_txn_commit_fail);
 	for (int32_t i = 0; i < resp->Topics.n; i++)
 		for (int32_t j = 0; j < resp->Topics.v[i].Partitions.n; j++)
-			replica_wait_add(rq, KSTR(TXN_GROUP_TOPIC), partition, part_log_end_offset(part),
+			replica_wait_add(rq, KSTR(GROUP_STORE_TOPIC), partition, part_log_end_offset(part),
 					 &resp->Topics.v[i].Partitions.v[j].ErrorCode, true);
 	return replica_park(rq, ticket, rq->b->cfg.offsets_commit_timeout_ms, h_txn_commit_fail);
 }

@@ -71,8 +71,9 @@ void scram_users_stop(struct broker *b);
 /* Cluster mode: user's credentials changed in zookeeper (a notification); reads them again. */
 void scram_users_changed(void *arg, const char *user);
 void quotas_stop(void);
-/* h_group.c: consumer groups and committed offsets */
+/* h_coord.c: where a group's or a transactional id's coordinator is */
 int h_find_coordinator(struct req *rq, const void *in, void *out);
+/* h_group.c: consumer groups and committed offsets */
 int h_join_group(struct req *rq, const void *in, void *out);
 int h_sync_group(struct req *rq, const void *in, void *out);
 int h_heartbeat(struct req *rq, const void *in, void *out);
@@ -130,8 +131,6 @@ int h_list_transactions(struct req *rq, const void *in, void *out);
 int h_describe_producers(struct req *rq, const void *in, void *out);
 int h_describe_cluster(struct req *rq, const void *in, void *out);
 int h_write_txn_markers(struct req *rq, const void *in, void *out);
-/* h_idem.c: a new producer id from the broker's allocator (transactional ids too).  0 or -errno. */
-int idem_next_producer_id(struct broker *b, int64_t *id);
 /*
  * h_meta.c: auto-creation (off the event loop: broker/creator.h) for
  * Metadata and Produce.  A handler calls autocreate_begin() for each topic

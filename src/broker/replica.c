@@ -26,7 +26,7 @@
 
 #include "broker/broker.h"
 #include "broker/fetch_park.h"
-#include "broker/handlers.h"
+#include "broker/api.h"
 #include "broker/registry.h"
 #include "broker/replica_int.h"
 #include "broker/replica_isr.h"
@@ -550,14 +550,14 @@ int replica_park(struct req *rq, uint64_t ticket, int32_t timeout_ms, void (*fai
 	return H_PARKED;
 }
 
-void replica_after_events(struct broker *b)
+bool replica_after_events(struct broker *b)
 {
 	struct repl *rp = b->repl;
 	static uint64_t seen_round;
 	uint64_t done;
 
 	if (!rp)
-		return;
+		return false;
 	done = syncer_done(b->syncer);
 	if (done != seen_round) {
 		seen_round = done;
@@ -565,9 +565,8 @@ void replica_after_events(struct broker *b)
 		repl_fetchers_on_synced(rp);
 	}
 	if (!rp->waits_dirty)
-		return;
+		return false;
 	rp->waits_dirty = false;
-	txns_on_synced(b); /* transactions whose markers wait for __transaction_state's high watermark */
 	for (struct repl_wait_set *ws = rp->waits, *next; ws; ws = next) {
 		next = ws->next;
 		if (!repl_wait_check(b, ws))
@@ -575,6 +574,7 @@ void replica_after_events(struct broker *b)
 		repl_wait_unpark(ws);
 		repl_wait_answer(ws);
 	}
+	return true;
 }
 
 /* ---- housekeeping ---- */

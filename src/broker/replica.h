@@ -179,8 +179,12 @@ int replica_park(struct req *rq, uint64_t ticket, int32_t timeout_ms, void (*fai
 
 /* Partitions were made (creator's wake-up): applies the roles that waited for their logs. */
 void replica_on_made(struct broker *b);
-/* End of each loop pass: answers the produces whose waits are met, sends the fetches whose sync is done. */
-void replica_after_events(struct broker *b);
+/*
+ * End of each loop pass: answers the produces whose waits are met, sends
+ * the fetches whose sync is done.  True if high watermarks may have moved
+ * (the caller then looks at what else waits for them: transaction markers).
+ */
+bool replica_after_events(struct broker *b);
 /* Housekeeping: applies roles to partitions made since, writes replication-offset-checkpoint when due. */
 void replica_tick(struct broker *b, int64_t now_ms);
 

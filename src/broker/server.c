@@ -664,10 +664,11 @@ void broker_after_events(void *arg)
 {
 	struct broker *b = arg;
 
-	replica_after_events(b);  /* acks=all waits on moved high watermarks, fetches whose sync is done */
-	syncer_kick(b->syncer);   /* one round for everything this pass appended */
-	creator_kick(b->creator); /* one round for every topic and partition this pass asked for */
-	fetch_wake(b);            /* only the fetches made ready by appends, syncs or closes */
+	if (replica_after_events(b)) /* acks=all waits on moved high watermarks, fetches whose sync is done */
+		txns_on_synced(b);   /* transactions whose markers wait for __transaction_state's high watermark */
+	syncer_kick(b->syncer);      /* one round for everything this pass appended */
+	creator_kick(b->creator);    /* one round for every topic and partition this pass asked for */
+	fetch_wake(b);               /* only the fetches made ready by appends, syncs or closes */
 	conn_resume();
 	conn_reap();
 	stats_note_member(b); /* /health/ready: registered, with metadata */

@@ -58,6 +58,8 @@
 #include "coord/coord_topic.h"
 #include "util/buf.h"
 
+#define GROUP_STORE_TOPIC "__consumer_offsets"
+
 struct part;
 
 /* One committed offset of one partition. */
