@@ -1,9 +1,10 @@
 /*
  * replica.c - partition roles from LeaderAndIsr, the leader's side of its
- * followers' fetches, the high watermark over the ISR and the acks=all
- * produces waiting for it (replica.h).
+ * followers' fetches and the acks=all produces waiting for the high
+ * watermark (replica.h; the ISR and the high watermark over it are in
+ * replica_isr.c).
  *
- * The states hang in a hash by (topic, partition).  A state names its
+ * The states hang in a hash by (topic, partition) (replica_table.c).  A state names its
  * partition, never holds its struct part: the log is looked up when
  * needed (repl_part), so a topic made after its LeaderAndIsr, or deleted
  * meanwhile, is simply found or not.  A role is applied to the log once
@@ -24,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker/api.h"
 #include "broker/broker.h"
 #include "broker/fetch_park.h"
-#include "broker/api.h"
 #include "broker/registry.h"
 #include "broker/replica_int.h"
 #include "broker/replica_isr.h"
@@ -69,91 +70,6 @@ int replica_on_role(replica_role_fn *fn)
 			return 0;
 		}
 	return -ENOSPC;
-}
-
-static uint32_t repl_hash(const char *topic, int32_t len, int32_t partition)
-{
-	uint32_t h = 2166136261u;
-
-	for (int32_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)topic[i]) * 16777619u;
-	return (h ^ (uint32_t)partition) * 16777619u;
-}
-
-static struct replica **repl_slot(struct repl *rp, const char *topic, int32_t len, int32_t partition)
-{
-	struct replica **pp = &rp->buckets[repl_hash(topic, len, partition) % REPL_BUCKETS];
-
-	while (*pp && !((*pp)->partition == partition && strlen((*pp)->topic) == (size_t)len &&
-			memcmp((*pp)->topic, topic, (size_t)len) == 0))
-		pp = &(*pp)->next;
-	return pp;
-}
-
-struct replica *replica_find(struct broker *b, const char *topic, int32_t partition)
-{
-	return b->repl ? *repl_slot(b->repl, topic, (int32_t)strlen(topic), partition) : NULL;
-}
-
-int32_t replica_leader(void *arg, const char *topic, int32_t len, int32_t partition)
-{
-	struct broker *b = arg;
-	struct replica *r = b->repl ? *repl_slot(b->repl, topic, len, partition) : NULL;
-
-	if (r && r->leader == b->node_id && r->applied_epoch != r->leader_epoch)
-		return -1; /* not serving until the role is applied to the log (its high watermark bound) */
-	return r ? r->leader : -2;
-}
-
-int32_t replica_isr_size(struct broker *b, const char *topic, int32_t partition)
-{
-	struct replica *r = replica_find(b, topic, partition);
-
-	return r ? r->isr.n : 1;
-}
-
-bool replica_acks_all_waits(struct broker *b, const char *topic, int32_t partition)
-{
-	struct replica *r = replica_find(b, topic, partition);
-
-	return r && r->isr.n > 1;
-}
-
-void repl_foreach(struct repl *rp, void (*fn)(struct repl *rp, struct replica *r, void *arg), void *arg)
-{
-	for (int i = 0; i < REPL_BUCKETS; i++)
-		for (struct replica *r = rp->buckets[i], *next; r; r = next) {
-			next = r->next;
-			fn(rp, r, arg);
-		}
-}
-
-struct part *repl_part(struct repl *rp, const struct replica *r)
-{
-	struct topic *t = registry_find(rp->b->reg, kstr_c(r->topic));
-
-	if (!t || r->partition >= t->nparts || registry_dir_failed(rp->b->reg))
-		return NULL;
-	return t->parts[r->partition];
-}
-
-/* ---- the leader's high watermark ---- */
-
-void repl_update_hw(struct repl *rp, struct replica *r, struct part *part)
-{
-	int64_t limit = INT64_MAX, old = part_high_watermark(part);
-
-	for (int32_t i = 0; i < r->nfollowers; i++) {
-		const struct replica_follower *f = &r->followers[i];
-
-		if (repl_isr_counts(r, f->id) && (f->fetch_offset > 0 ? f->fetch_offset : 0) < limit)
-			limit = f->fetch_offset > 0 ? f->fetch_offset : 0;
-	}
-	part_set_hw_limit(part, limit);
-	if (part_high_watermark(part) != old) {
-		fetch_park_notify(part);
-		rp->waits_dirty = true;
-	}
 }
 
 int16_t replica_on_follower_fetch(struct broker *b, const struct topic *t, int32_t partition, struct part *part,
@@ -238,21 +154,6 @@ static bool repl_apply(struct repl *rp, struct replica *r)
 	return true;
 }
 
-int repl_ids_set(struct replica_ids *ids, const struct int32_array *in)
-{
-	int32_t n = in->n > 0 ? in->n : 0;
-	int32_t *v = malloc((size_t)(n ? n : 1) * sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	if (n)
-		memcpy(v, in->v, (size_t)n * sizeof(*v));
-	free(ids->v);
-	ids->v = v;
-	ids->n = n;
-	return 0;
-}
-
 /* The leader's followers: every replica but this broker, keeping what is known of those that stay. */
 static int repl_set_followers(struct replica *r, int32_t self)
 {
@@ -316,21 +217,6 @@ int16_t replica_leader_and_isr(struct broker *b, struct kstr topic, const struct
 		return KERR_UNKNOWN_SERVER_ERROR;
 	repl_apply(rp, r);
 	return KERR_NONE;
-}
-
-int replica_set_isr(struct broker *b, struct replica *r, const struct int32_array *isr, int32_t partition_epoch)
-{
-	struct repl *rp = b->repl;
-	struct part *part;
-	int err = repl_ids_set(&r->isr, isr);
-
-	if (err)
-		return err;
-	r->partition_epoch = partition_epoch;
-	if (r->leader == b->node_id && r->applied_epoch == r->leader_epoch && (part = repl_part(rp, r)))
-		repl_update_hw(rp, r, part);
-	rp->waits_dirty = true; /* acks=all waits: a smaller ISR may fail them (NOT_ENOUGH_REPLICAS_AFTER_APPEND) */
-	return 0;
 }
 
 void replica_set_leaders(struct broker *b, const struct LeaderAndIsrLiveLeader *v, int32_t n)

@@ -1,7 +1,8 @@
 /*
  * replica_int.h - struct repl, shared by replica.c (partition roles, the
- * leader's side, acks=all waits), replica_fetch.c (the followers'
- * fetchers) and replica_stats.c (counts for /metrics) only.
+ * leader's side, acks=all waits), replica_table.c (the states' hash),
+ * replica_isr.c (the ISR and the high watermark over it), replica_fetch.c
+ * (the followers' fetchers) and replica_stats.c (counts for /metrics) only.
  */
 #ifndef GREGOR_BROKER_REPLICA_INT_H
 #define GREGOR_BROKER_REPLICA_INT_H
@@ -44,12 +45,14 @@ static inline bool repl_ids_has(const struct replica_ids *ids, int32_t id)
 	return false;
 }
 
+/* replica_table.c: the state's slot in the hash (*slot NULL: none yet). */
+struct replica **repl_slot(struct repl *rp, const char *topic, int32_t len, int32_t partition);
 /* Calls fn for every partition state. */
 void repl_foreach(struct repl *rp, void (*fn)(struct repl *rp, struct replica *r, void *arg), void *arg);
 /* The partition's log here, or NULL (not made yet, or offline). */
 struct part *repl_part(struct repl *rp, const struct replica *r);
 
-/* Leader: bounds the high watermark by the ISR's durable ends; wakes whoever waits if it moved. */
+/* replica_isr.c: leader: bounds the high watermark by the ISR's durable ends; wakes whoever waits if it moved. */
 void repl_update_hw(struct repl *rp, struct replica *r, struct part *part);
 /* Copies in into ids.  0 or -ENOMEM (ids unchanged). */
 int repl_ids_set(struct replica_ids *ids, const struct int32_array *in);

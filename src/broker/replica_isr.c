@@ -23,6 +23,10 @@
  *
  * An answer is matched to its change by a sequence number, so an answer
  * for a change a LeaderAndIsr has overtaken is ignored.
+ *
+ * The leader's high watermark is the least durable end among the ISR
+ * members counted (repl_update_hw), recomputed on each follower fetch and
+ * ISR change (replica_set_isr, also for the ISR a LeaderAndIsr names).
  */
 #include "broker/replica_isr.h"
 
@@ -31,6 +35,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
+#include "broker/fetch_park.h"
 #include "broker/replica_int.h"
 #include "broker/stats.h"
 #include "cluster/cluster.h"
@@ -172,4 +177,38 @@ void repl_isr_check(struct repl *rp, int64_t now_ms)
 		return;
 	rp->isr_check_ms = now_ms;
 	repl_foreach(rp, isr_check_one, &now_ms);
+}
+
+/* ---- the leader's high watermark over the ISR ---- */
+
+void repl_update_hw(struct repl *rp, struct replica *r, struct part *part)
+{
+	int64_t limit = INT64_MAX, old = part_high_watermark(part);
+
+	for (int32_t i = 0; i < r->nfollowers; i++) {
+		const struct replica_follower *f = &r->followers[i];
+
+		if (repl_isr_counts(r, f->id) && (f->fetch_offset > 0 ? f->fetch_offset : 0) < limit)
+			limit = f->fetch_offset > 0 ? f->fetch_offset : 0;
+	}
+	part_set_hw_limit(part, limit);
+	if (part_high_watermark(part) != old) {
+		fetch_park_notify(part);
+		rp->waits_dirty = true;
+	}
+}
+
+int replica_set_isr(struct broker *b, struct replica *r, const struct int32_array *isr, int32_t partition_epoch)
+{
+	struct repl *rp = b->repl;
+	struct part *part;
+	int err = repl_ids_set(&r->isr, isr);
+
+	if (err)
+		return err;
+	r->partition_epoch = partition_epoch;
+	if (r->leader == b->node_id && r->applied_epoch == r->leader_epoch && (part = repl_part(rp, r)))
+		repl_update_hw(rp, r, part);
+	rp->waits_dirty = true; /* acks=all waits: a smaller ISR may fail them (NOT_ENOUGH_REPLICAS_AFTER_APPEND) */
+	return 0;
 }
