@@ -19,10 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "broker/broker.h"
 #include "net/loop.h"
+#include "util/clock.h"
 
 #define CONSOLE_QUEUED_MAX 64
 
@@ -63,14 +63,9 @@ static void console_job_put(struct console_job *j)
 
 void console_attach(struct broker *b)
 {
-	pthread_condattr_t ca;
-
 	pthread_mutex_lock(&console_mu);
 	if (!console_cv_ready) {
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&console_cv, &ca);
-		pthread_condattr_destroy(&ca);
+		clock_cond_init(&console_cv);
 		console_cv_ready = true;
 	}
 	console_broker = b;
@@ -170,21 +165,6 @@ void console_job_error(struct console_job *j, unsigned status, const char *fmt, 
 	console_job_answer(j, status, json_pack("{ss}", "error", msg));
 }
 
-/* The monotonic time ms from now. */
-static struct timespec console_deadline(int64_t ms)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_sec += ms / 1000;
-	t.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
-	return t;
-}
-
 /* Queues j for the loop (taking a reference for it); false if there is no loop or the queue is full. */
 static bool console_enqueue(struct console_job *j)
 {
@@ -201,7 +181,7 @@ static bool console_enqueue(struct console_job *j)
 int console_call(const struct console_ask *ask, unsigned *status, char **body)
 {
 	struct console_job *j = calloc(1, sizeof(*j));
-	struct timespec until = console_deadline(CONSOLE_WAIT_MS);
+	struct timespec until = clock_mono_deadline(CONSOLE_WAIT_MS);
 	json_t *doc = NULL;
 	void *snap = NULL;
 	int rc = 0;

@@ -252,14 +252,9 @@ static struct stats_snap *stats_snap_build(struct broker *b)
 
 void stats_attach(struct broker *b)
 {
-	pthread_condattr_t ca;
-
 	pthread_mutex_lock(&stats_mu);
 	if (!stats_cv_ready) {
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&stats_cv, &ca);
-		pthread_condattr_destroy(&ca);
+		clock_cond_init(&stats_cv);
 		stats_cv_ready = true;
 	}
 	stats_broker = b;
@@ -303,16 +298,9 @@ void stats_on_wake(struct broker *b)
 struct stats_snap *stats_snap_get(void)
 {
 	struct stats_snap *s;
-	struct timespec until;
+	struct timespec until = clock_mono_deadline(STATS_SNAP_WAIT_MS);
 	uint64_t want;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += STATS_SNAP_WAIT_MS / 1000;
-	until.tv_nsec += (long)(STATS_SNAP_WAIT_MS % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&stats_mu);
 	want = ++stats_asked;
 	if (stats_broker) {

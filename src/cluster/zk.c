@@ -43,7 +43,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
@@ -381,17 +380,6 @@ static int zk_split(struct zk *zk, const char *connect)
 	return 0;
 }
 
-/* A condition variable whose timed waits run on the monotonic clock. */
-static void zk_cond_init(pthread_cond_t *cv)
-{
-	pthread_condattr_t attr;
-
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(cv, &attr);
-	pthread_condattr_destroy(&attr);
-}
-
 int zk_new(struct loop *loop, const char *connect, int32_t session_timeout_ms, zk_event_fn *fn, void *arg,
 	   struct zk **out)
 {
@@ -406,7 +394,7 @@ int zk_new(struct loop *loop, const char *connect, int32_t session_timeout_ms, z
 	zk->arg = arg;
 	zk->queue_tail = &zk->queue;
 	pthread_mutex_init(&zk->mu, NULL);
-	zk_cond_init(&zk->answered);
+	clock_cond_init(&zk->answered);
 	zk->wake_io.fd = -1;
 	err = zk_split(zk, connect);
 	if (err)
@@ -519,13 +507,7 @@ static void zk_await_replies(struct zk *zk)
 
 	if (zoo_state(zk->zh) != ZOO_CONNECTED_STATE)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ZK_CLOSE_WAIT_MS / 1000;
-	until.tv_nsec += (long)(ZK_CLOSE_WAIT_MS % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	until = clock_mono_deadline(ZK_CLOSE_WAIT_MS);
 	pthread_mutex_lock(&zk->mu);
 	while (zk->outstanding && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&zk->answered, &zk->mu, &until);

@@ -19,7 +19,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "util/clock.h"
@@ -74,16 +73,10 @@ static void dirdel_wait_until(struct dirdel *d, int64_t due_ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	due_ms -= clock_mono_ms();
 	if (due_ms > 3600 * 1000)
 		due_ms = 3600 * 1000; /* a far delay: wake once an hour to look again */
-	ts.tv_sec += (time_t)(due_ms / 1000);
-	ts.tv_nsec += (long)(due_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = clock_mono_deadline(due_ms);
 	pthread_cond_timedwait(&d->cond, &d->mu, &ts);
 }
 
@@ -137,17 +130,13 @@ static void *dirdel_main(void *arg)
 int dirdel_start(struct dirdel **out)
 {
 	struct dirdel *d = calloc(1, sizeof(*d));
-	pthread_condattr_t attr;
 	int rc;
 
 	if (!d)
 		return -ENOMEM;
 	d->tail = &d->head;
 	pthread_mutex_init(&d->mu, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* delays unaffected by wall-clock steps */
-	pthread_cond_init(&d->cond, &attr);
-	pthread_condattr_destroy(&attr);
+	clock_cond_init(&d->cond); /* delays unaffected by wall-clock steps */
 	rc = pthread_create(&d->thread, NULL, dirdel_main, d);
 	if (rc) {
 		pthread_cond_destroy(&d->cond);
