@@ -12,7 +12,7 @@
  * PrepareCommit/Abort and CompleteCommit/Abort when the broker stopped.
  *
  * In cluster mode the topic is written to ZooKeeper by the first
- * FindCoordinator of a transactional id (h_group.c) and an id's
+ * FindCoordinator of a transactional id (h_coord.c) and an id's
  * coordinator is the leader of its partition: the broker loads a
  * partition's ids when it becomes its leader and forgets them when it
  * stops (txns_on_role); the others answer NOT_COORDINATOR.  TxnOffsetCommit

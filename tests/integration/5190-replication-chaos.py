@@ -338,7 +338,7 @@ def test():
             hws[p] = c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
             c.close()
         got = read_all(brokers[0], hws)
-        leaders = metadata(admin)
+        leaders = wait_md(admin, lambda m: all(lead > 0 for lead, _ in m.values()), 30, "a leader for every partition")
         hdrs = {p: batch_headers(brokers[leaders[p][0] - 1], p) for p in range(NPARTS)}
         check_read(sender, got, hdrs, timed_out)
         log("every acknowledged record read back at its acknowledged offset; within each producer epoch "
