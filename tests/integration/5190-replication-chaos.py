@@ -56,7 +56,6 @@ import logging
 import os
 import random
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -67,6 +66,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 import kwire  # noqa: E402
+from compaction import headers as disk_headers  # noqa: E402
 from replicas import read_to_hws  # noqa: E402
 from gregor import check, eq, log, main, wait_until  # noqa: E402
 from zookeeper import running_cluster, wait_listed  # noqa: E402
@@ -222,14 +222,8 @@ def read_all(b, hws):
 def batch_headers(b, p):
     """[(base offset, last offset, producer id, producer epoch, base sequence)] of every batch
     in partition p's .log files on broker b."""
-    data, out, pos = log_bytes(b, p), [], 0
-    while pos + 61 <= len(data):
-        base, length = struct.unpack_from(">qi", data, pos)
-        (delta,) = struct.unpack_from(">i", data, pos + 23)
-        pid, epoch, seq = struct.unpack_from(">qhi", data, pos + 43)
-        out.append((base, base + delta, pid, epoch, seq))
-        pos += 12 + length
-    return out
+    return [(h.base_offset, h.base_offset + h.last_offset_delta, h.producer_id, h.producer_epoch, h.base_sequence)
+            for h in disk_headers(b, TOPIC, p)]
 
 
 def check_sequences(p, hdrs):
