@@ -77,7 +77,10 @@ void req_reset_out(struct req *rq);
 void req_finish(struct req *rq, int res);
 /* Logs why, closes rq's connection (only that one) and frees rq: a request refused. */
 void req_close(struct req *rq, const char *why);
-/* Runs handler on rq (its time on the loop counts for request_percentage) and finishes rq as it says. */
+/*
+ * Runs handler on rq (its time on the loop counts for request_percentage) and finishes rq as it says:
+ * the dispatch, and a parked request run again from the start (after req_reset_out).
+ */
 void req_run_handler(struct req *rq, api_handler_fn *handler);
 /* Sends w, a response the caller encoded whole (after its size field), and frees rq. */
 void req_send_encoded(struct req *rq, struct wr *w);

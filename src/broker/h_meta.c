@@ -107,7 +107,7 @@ static void autocreate_done(void *waiter, int32_t slot, int err)
 	free(w);
 	rq->autocreated = true;
 	req_reset_out(rq);
-	req_finish(rq, api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out));
+	req_run_handler(rq, api_table[rq->hdr.api_key].handler);
 }
 
 /*

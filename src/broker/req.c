@@ -128,10 +128,14 @@ static int64_t req_running_us;
 
 void req_run_handler(struct req *rq, api_handler_fn *handler)
 {
+	struct req *outer = req_running; /* a parked request re-run from inside another's handler */
+	int64_t outer_us = req_running_us;
+
 	req_running = rq;
 	req_running_us = clock_mono_us();
 	req_finish(rq, handler(rq, rq->in, rq->out));
-	req_running = NULL;
+	req_running = outer;
+	req_running_us = outer_us;
 }
 
 static void req_note_handler_time(struct req *rq)

@@ -440,7 +440,7 @@ static void tv_rerun(struct tv_wait *w)
 	loop_timer_cancel(rq->b->loop, &rq->timer);
 	tv.running = w;
 	req_reset_out(rq);
-	req_finish(rq, api_table[rq->hdr.api_key].handler(rq, rq->in, rq->out));
+	req_run_handler(rq, api_table[rq->hdr.api_key].handler);
 	tv.running = NULL;
 	tv_wait_free(w);
 }
